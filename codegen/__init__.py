@@ -1,0 +1,1 @@
+"""srcgrad's code generator: reverse and forward emitters, backends and passes (issue 3)."""

@@ -1,0 +1,208 @@
+"""``autograd.functional`` (jacobian, hessian, vjp, jvp, hvp) and ``gradcheck``."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from srcgrad.runtime import grad_mode
+from srcgrad.runtime.autograd import grad
+from srcgrad.runtime.tensor import Tensor
+
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "gradcheck", "gradgradcheck",
+           "GradcheckError"]
+
+
+def _tuple(x: Any) -> tuple[bool, tuple]:
+    return (True, tuple(x)) if isinstance(x, (tuple, list)) else (False, (x,))
+
+
+def _prepare(inputs: tuple, create_graph: bool) -> tuple:
+    """Fresh differentiable views of the inputs, so that the caller's graph is not touched."""
+    out = []
+    for t in inputs:
+        if create_graph and t.requires_grad:
+            out.append(t.view_as(t))
+        else:
+            out.append(t.detach().requires_grad_(True))
+    return tuple(out)
+
+
+def _grads(outputs: Any, inputs: tuple, v: Any, create_graph: bool) -> tuple:
+    got = grad(outputs, inputs, v, retain_graph=True, create_graph=create_graph,
+               allow_unused=True)
+    return tuple(g if g is not None else Tensor._make(np.zeros_like(x._data))
+                 for g, x in zip(got, inputs))
+
+
+def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
+    """``(func(inputs), vᵀ J)``."""
+    is_tuple, ins = _tuple(inputs)
+    with grad_mode.enable_grad():
+        ins = _prepare(ins, create_graph)
+        out = func(*ins)
+        g = _grads(out, ins, v, create_graph)
+    if not create_graph:
+        out = out.detach() if isinstance(out, Tensor) else tuple(o.detach() for o in out)
+        g = tuple(x.detach() for x in g)
+    return out, (g if is_tuple else g[0])
+
+
+def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
+    """``(func(inputs), J v)``, by differentiating a vjp with respect to its cotangent."""
+    is_tuple, ins = _tuple(inputs)
+    _, vs = _tuple(v) if v is not None else (False, (None,))
+    with grad_mode.enable_grad():
+        ins = _prepare(ins, create_graph)
+        out = func(*ins)
+        out_is_tuple, outs = _tuple(out)
+        dummies = tuple(Tensor._make(np.zeros_like(o._data), None, True) for o in outs)
+        g = grad(outs, ins, dummies, create_graph=True, allow_unused=True)
+        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
+        if vs == (None,):
+            vs = tuple(Tensor._make(np.ones_like(x._data)) for x in ins)
+            pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
+        result = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
+                      create_graph=create_graph, allow_unused=True)
+    result = tuple(r if r is not None else Tensor._make(np.zeros_like(o._data))
+                   for r, o in zip(result, outs))
+    if not create_graph:
+        outs = tuple(o.detach() for o in outs)
+        result = tuple(r.detach() for r in result)
+    return ((outs if out_is_tuple else outs[0]), (result if out_is_tuple else result[0]))
+
+
+def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+    """The Jacobian of ``func`` at ``inputs``: one row of vᵀJ per output element."""
+    is_tuple, ins = _tuple(inputs)
+    with grad_mode.enable_grad():
+        ins = _prepare(ins, create_graph)
+        out = func(*ins)
+        out_is_tuple, outs = _tuple(out)
+        blocks = []
+        for o in outs:
+            flat = o.reshape(-1)
+            rows = [_grads(flat[j], ins, None, create_graph) for j in range(flat.shape[0])]
+            per_input = []
+            for k, x in enumerate(ins):
+                if rows:
+                    from srcgrad.runtime.ops import stack
+                    jac = stack([r[k].reshape(-1) for r in rows]).reshape(
+                        *(tuple(o.shape) + tuple(x.shape)))
+                else:
+                    jac = Tensor._make(np.zeros(tuple(o.shape) + tuple(x.shape),
+                                                dtype=x._data.dtype))
+                per_input.append(jac if create_graph else jac.detach())
+            blocks.append(tuple(per_input) if is_tuple else per_input[0])
+    return tuple(blocks) if out_is_tuple else blocks[0]
+
+
+def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
+    """The Hessian of a scalar ``func``: the Jacobian of its gradient."""
+    is_tuple, _ = _tuple(inputs)
+
+    def gradient(*xs: Tensor) -> Any:
+        g = jacobian(func, xs if is_tuple else xs[0], create_graph=True)
+        return g
+    return jacobian(gradient, inputs, create_graph=create_graph)
+
+
+def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
+    """``(func(inputs), vᵀ H)``."""
+    is_tuple, ins = _tuple(inputs)
+    with grad_mode.enable_grad():
+        ins = _prepare(ins, create_graph)
+        out = func(*ins)
+        g = _grads(out, ins, None, True)
+        h = _grads(g, ins, v, create_graph)
+    if not create_graph:
+        out, h = out.detach(), tuple(x.detach() for x in h)
+    return out, (h if is_tuple else h[0])
+
+
+hvp = vhp   # H is symmetric for the twice-differentiable functions srcgrad records
+
+# ---------------------------------------------------------------------------------------------
+
+
+class GradcheckError(RuntimeError):
+    """Analytical and numerical gradients disagree."""
+
+
+def _numerical_jacobian(fn: Callable, inputs: tuple, k: int, eps: float) -> np.ndarray:
+    x = inputs[k]
+    base = x._data
+    cols = []
+    for j in range(base.size):
+        flat = base.reshape(-1)
+        old = flat[j]
+        flat[j] = old + eps
+        plus = np.concatenate([np.ravel(o._data) for o in _outs(fn(*inputs))])
+        flat[j] = old - eps
+        minus = np.concatenate([np.ravel(o._data) for o in _outs(fn(*inputs))])
+        flat[j] = old
+        cols.append((plus - minus) / (2 * eps))
+    return np.stack(cols, axis=1) if cols else np.zeros((0, 0))
+
+
+def _outs(out: Any) -> tuple:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, raise_exception: bool = True, **_: Any) -> bool:
+    """Compare the engine's Jacobian with central finite differences, as PyTorch's gradcheck."""
+    _, ins = _tuple(inputs)
+    for i, t in enumerate(ins):
+        if isinstance(t, Tensor) and t.requires_grad and t._data.dtype != np.float64:
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex. ", UserWarning,
+                          stacklevel=2)
+    with grad_mode.no_grad():
+        outs = _outs(func(*ins))
+    for k, x in enumerate(ins):
+        if not (isinstance(x, Tensor) and x.requires_grad):
+            continue
+        with grad_mode.no_grad():
+            numerical = _numerical_jacobian(func, ins, k, eps)
+        rows = []
+        with grad_mode.enable_grad():
+            out_all = _outs(func(*ins))
+            for o in out_all:
+                flat = o.reshape(-1)
+                for j in range(flat.shape[0]):
+                    g = grad(flat[j], (x,), retain_graph=True, allow_unused=True)[0]
+                    rows.append(np.zeros(x._data.size) if g is None else g._data.reshape(-1))
+        analytical = np.stack(rows) if rows else np.zeros_like(numerical)
+        if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
+            if not raise_exception:
+                return False
+            raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {k},\n"
+                                 f"numerical:{numerical}\nanalytical:{analytical}\n")
+    _ = outs
+    return True
+
+
+def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> bool:
+    """gradcheck of the gradient itself (second derivatives through ``create_graph``)."""
+    _, ins = _tuple(inputs)
+    with grad_mode.no_grad():
+        outs = _outs(func(*ins))
+    rng = np.random.default_rng(0)
+    gos = _tuple(grad_outputs)[1] if grad_outputs is not None else tuple(
+        Tensor._make(rng.standard_normal(o._data.shape).astype(o._data.dtype)) for o in outs)
+    diff = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
+
+    def first(*xs: Tensor) -> tuple:
+        return grad(func(*xs), [x for x in xs if x.requires_grad], gos, create_graph=True,
+                    allow_unused=True)
+    _ = diff
+    return gradcheck(first, ins, **kwargs)

@@ -1,0 +1,416 @@
+"""``Tensor``: a NumPy array with PyTorch's autograd surface.
+
+The class holds the data and the autograd state (``requires_grad``, ``grad_fn``, ``grad``, the
+version counter shared with views, hooks).  Operations live in :mod:`srcgrad.runtime.ops`; they
+all go through :func:`apply`, which runs a primitive on the arrays and records a
+:class:`~srcgrad.runtime.engine.PrimNode` when grad mode is on and an input requires grad.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from srcgrad.runtime import dtypes, grad_mode
+from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node, run_backward
+from srcgrad.runtime.hooks import RemovableHandle
+from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
+
+__all__ = ["Tensor", "Size", "apply", "as_array"]
+
+_state = grad_mode._state
+_EMPTY: dict = {}
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
+                       "Use tensor.detach().numpy() instead.")
+
+
+class Size(tuple):
+    """A tensor's shape (PyTorch's ``torch.Size``): a tuple that prints as ``srcgrad.Size``."""
+
+    def __repr__(self) -> str:
+        return f"srcgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        return int(np.prod(self, dtype=np.int64))
+
+
+def as_array(x: Any) -> Any:
+    """The NumPy (or CuPy) array behind ``x`` (a Tensor, array or Python number)."""
+    return x._data if isinstance(x, Tensor) else x
+
+
+class Tensor(TensorBase):
+    """A multi-dimensional array that can record operations for automatic differentiation."""
+
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version_counter",
+                 "_retains_grad", "_hooks", "_acc_ref", "_base", "_view_key", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, data: Any = (), *, requires_grad: bool = False) -> None:
+        # ``srcgrad.Tensor([1, 2])`` is float32, as ``torch.Tensor``; use ``srcgrad.tensor``.
+        arr = np.array(as_array(data), dtype=dtypes.default_float())
+        self._init(arr)
+        if requires_grad:
+            self.requires_grad = True
+
+    def _init(self, data: Any, grad_fn: Node | None = None, requires_grad: bool = False) -> None:
+        self._data = data
+        self._grad_fn = grad_fn
+        self._requires_grad = requires_grad
+        self._output_nr = 0
+        self._grad = None
+        self._version_counter = [0]
+        self._retains_grad = False
+        self._hooks = None
+        self._acc_ref = None
+        self._base = None
+        self._view_key = None
+
+    @classmethod
+    def _make(cls, data: Any, grad_fn: Node | None = None, requires_grad: bool = False) -> Tensor:
+        """Wrap an array without copying (the fast path every operation uses)."""
+        t = object.__new__(Tensor)
+        if type(data) is not np.ndarray and not hasattr(data, "__cuda_array_interface__"):
+            data = np.asarray(data)
+        t._init(data, grad_fn, requires_grad)
+        return t
+
+    # ----------------------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return Size(self._data.shape) if dim is None else self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self) -> Any:
+        from srcgrad.runtime.device import device_of
+        return device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # ------------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if flag and self._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        return self._grad_fn
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
+                                f"of type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf Tensor during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        fn = self._grad_fn
+        if fn._retain is None:
+            fn._retain = {}
+        fn._retain[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def _accumulator(self) -> AccumulateGrad:
+        """This leaf's AccumulateGrad node (one per leaf while any graph holds it)."""
+        acc = self._acc_ref() if self._acc_ref is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._acc_ref = weakref.ref(acc)
+        return acc
+
+    def _accumulate(self, g: Any, create_graph: bool) -> None:
+        """Add ``g`` into ``.grad`` (a new Tensor: the previous ``.grad`` is never mutated)."""
+        if create_graph:
+            new = g if isinstance(g, Tensor) else Tensor._make(g)
+        else:
+            new = Tensor._make(g._data if isinstance(g, Tensor) else g)
+        if self._grad is None:
+            if not create_graph and new._data is g:
+                new = Tensor._make(np.array(g, copy=True))   # never alias a graph buffer
+            self._grad = new
+        else:
+            self._grad = self._grad + new if create_graph else Tensor._make(
+                self._grad._data + new._data)
+
+    def _retain_grad(self, g: Any, create_graph: bool) -> None:
+        g = g if create_graph else Tensor._make(np.array(as_array(g), copy=True))
+        self._grad = g if self._grad is None else self._grad + g
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call ``hook(grad)`` when this Tensor's gradient is computed; it may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            return RemovableHandle.add(self._hooks, hook)
+        fn = self._grad_fn
+        if fn._tensor_hooks is None:
+            fn._tensor_hooks = {}
+        return RemovableHandle.add(fn._tensor_hooks.setdefault(self._output_nr, {}), hook)
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this Tensor into ``.grad`` of the leaves (or ``inputs``)."""
+        from srcgrad.runtime.autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---------------------------------------------------------------------------- detaching
+    def detach(self) -> Tensor:
+        """A Tensor sharing data (and the version counter) but outside the graph."""
+        t = Tensor._make(self._data)
+        t._version_counter = self._version_counter
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        t = Tensor._make(self._data)
+        return t
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = as_array(value)
+
+    # ------------------------------------------------------------------------- conversions
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError(NUMPY_REQUIRES_GRAD)
+        from srcgrad.runtime.device import to_numpy
+        return to_numpy(self._data)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def _scalar(self, kind: type) -> Any:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._requires_grad:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                          "unexpected behavior.\nConsider using tensor.detach() first.",
+                          UserWarning, stacklevel=3)
+        return kind(self._data.item())
+
+    def __float__(self) -> float:
+        return self._scalar(float)
+
+    def __int__(self) -> int:
+        return self._scalar(int)
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.item())
+
+    def __repr__(self) -> str:
+        from srcgrad.runtime.printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self._data.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        from srcgrad.runtime.factories import tensor
+        return (tensor, (self._data, None, None, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.  If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        new = type(self).__new__(type(self))
+        Tensor._init(new, self._data.copy(), None, self._requires_grad)
+        if type(self) is not Tensor:
+            new.__dict__.update(self.__dict__)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    # ------------------------------------------------------------------- NumPy interoperation
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method != "__call__" or kwargs.get("out") is not None:
+            return NotImplemented
+        binding = NUMPY_BINDINGS.get(ufunc)
+        if binding is None:
+            raise TypeError(f"numpy.{ufunc.__name__} has no srcgrad derivative rule; register "
+                            "one with srcgrad.defvjp")
+        kwargs.pop("out", None)
+        if kwargs:
+            raise TypeError(f"numpy.{ufunc.__name__}() keyword arguments {sorted(kwargs)} are "
+                            "not supported on srcgrad Tensors")
+        from srcgrad.runtime.ops import ufunc_call
+        return ufunc_call(binding[0], inputs)
+
+    def __array_function__(self, func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
+        from srcgrad.runtime.ops import array_function
+        return array_function(func, args, kwargs)
+
+    @staticmethod
+    def __srcgrad_primitive__(prim: Primitive, args: tuple, params: dict) -> Tensor:
+        """A primitive called on Tensors inside a rule (``create_graph``) or by users.
+
+        Replaced by :mod:`srcgrad.runtime.ops` with one that names nodes as PyTorch does.
+        """
+        return apply(prim, prim.name, args, params)
+
+
+def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY,
+          dtype: np.dtype | None = None) -> Tensor:
+    """Run ``prim`` on the arrays of ``args`` and record it for backward when needed.
+
+    ``name`` is the node name PyTorch gives the same call (``MulBackward0``); the result dtype
+    follows PyTorch's promotion (or ``dtype`` when given).
+    """
+    data = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = prim.fn(*data, **params)
+    if type(out) is not np.ndarray:
+        out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out
+    if dtype is None:
+        rule = prim.dtype_rule
+        if rule == "promote" or rule == "float":
+            dtype = dtypes.result_type(args, Tensor)
+            if rule == "float" and dtype.kind not in "fc":
+                dtype = dtypes.default_float()
+        elif rule == "same":
+            dtype = data[0].dtype
+        elif rule == "index":
+            dtype = np.dtype(np.int64)
+    if dtype is not None and out.dtype != dtype:
+        out = out.astype(dtype)
+    result = Tensor._make(out)
+    if not _state.enabled or out.dtype.kind not in "fc":
+        return result
+    needs = None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and a._requires_grad and prim.vjp(i) is not None:
+            if needs is None:
+                needs = [False] * len(args)
+            needs[i] = True
+    if needs is not None:
+        result._grad_fn = make_node(name, prim, params, args, tuple(needs), out)
+        result._requires_grad = True
+    return result
+
+
+def backward_roots(tensors: Sequence[Tensor], grads: Sequence[Any], *, retain_graph: bool,
+                   create_graph: bool, inputs: Sequence[Tensor] | None,
+                   accumulate: bool) -> list | None:
+    from srcgrad.runtime.engine import edge_of
+    return run_backward([edge_of(t) for t in tensors], list(grads), retain_graph=retain_graph,
+                        create_graph=create_graph,
+                        inputs=list(inputs) if inputs is not None else None,
+                        accumulate=accumulate)

@@ -1,0 +1,69 @@
+"""srcgrad: source-transformation automatic differentiation for Python and NumPy.
+
+This package is the public API.  The eager runtime (``Tensor`` and PyTorch's autograd surface)
+lives in :mod:`srcgrad.runtime`; the compiler's front end lives here and its code generator in
+:mod:`srcgrad.codegen`.
+"""
+
+from srcgrad import autograd, nn, optim  # noqa: E402
+from srcgrad.runtime import ops as _ops  # noqa: F401
+from srcgrad.runtime import rules as _rules  # noqa: F401
+from srcgrad.runtime.device import device
+from srcgrad.runtime.dtypes import (
+    bool_ as bool,  # noqa: A001
+)
+from srcgrad.runtime.dtypes import (
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from srcgrad.runtime.factories import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from srcgrad.runtime.functions import *  # noqa: F403
+from srcgrad.runtime.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from srcgrad.runtime.ops import cat, stack, where
+from srcgrad.runtime.primitives import defvjp
+from srcgrad.runtime.tensor import Size, Tensor
+
+half, double, long, short = float16, float64, int64, int16
+float = float32  # noqa: A001
+int = int32  # noqa: A001
+
+__version__ = "0.1.0"
