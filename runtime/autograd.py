@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,13 @@ import numpy as np
 from srcgrad.runtime.tensor import Tensor, backward_roots
 
 __all__ = ["backward", "grad"]
+
+CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using autograd.grad "
+    "when creating the graph to avoid this. If you have to use this function, make sure to "
+    "reset the .grad fields of your parameters to None after use to break the cycle and avoid "
+    "the leak.")
 
 
 def _as_tuple(x: Any) -> tuple:
@@ -57,10 +65,12 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if create_graph:
+        warnings.warn(CREATE_GRAPH_WARNING, UserWarning, stacklevel=3)
     seeds = _seed_grads(outputs, grad_tensors, create_graph)
     backward_roots(outputs, seeds, retain_graph=create_graph if retain_graph is None
                    else retain_graph, create_graph=create_graph, inputs=inputs, accumulate=True)
@@ -87,15 +97,15 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
                            else retain_graph, create_graph=create_graph, inputs=ins,
                            accumulate=False)
     result = []
-    for t, g in zip(ins, found):
+    for i, (t, g) in enumerate(zip(ins, found)):
         if g is None:
             if materialize_grads:
                 result.append(Tensor._make(np.zeros_like(t._data)))
                 continue
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not "
+                                   "have been used in the graph. Set allow_unused=True if this "
+                                   "is the desired behavior.")
             result.append(None)
         else:
             result.append(g if isinstance(g, Tensor) else Tensor._make(g))

@@ -175,7 +175,7 @@ class PrimNode(Node):
         self._ans_counter = None
         self._ans_version = 0
         self._released = False
-        self._has_saved = bool(versions) or ans_kind == "data"
+        self._has_saved = "data" in kinds or ans_kind == "data"
 
     def name(self) -> str:
         return self._name

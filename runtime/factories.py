@@ -34,6 +34,9 @@ def _finish(data: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> T
     if device is not None and str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
+        if t._data.dtype.kind not in "fc":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         t.requires_grad = True
     return t
 

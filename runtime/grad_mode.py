@@ -39,13 +39,16 @@ class _GradModeContext:
     """Base for the grad-mode switches: a context manager that is also a decorator."""
 
     enter_mode: bool = True
-    inference: bool | None = None
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        # ``@no_grad`` without parentheses decorates at once, as in PyTorch
+        if cls is not set_grad_enabled and callable(orig_func):
+            return cls()(orig_func)
+        return super().__new__(cls)
 
     def __enter__(self) -> None:
         self._prev = (_state.enabled, _state.inference)
         _state.enabled = self.enter_mode
-        if self.inference is not None:
-            _state.inference = self.inference
 
     def __exit__(self, *exc: object) -> None:
         _state.enabled, _state.inference = self._prev
@@ -76,6 +79,9 @@ class enable_grad(_GradModeContext):
 class set_grad_enabled(_GradModeContext):
     """Set grad mode to ``mode``; takes effect at once, as in PyTorch, and as a context."""
 
+    def __new__(cls, mode: bool) -> set_grad_enabled:
+        return object.__new__(cls)
+
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
         self._prev = (_state.enabled, _state.inference)
@@ -95,16 +101,13 @@ class set_grad_enabled(_GradModeContext):
 class inference_mode(_GradModeContext):
     """Like ``no_grad``; Tensors made inside are inference tensors (never recorded later)."""
 
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):
+            return cls(True)(mode)
+        return object.__new__(cls)
+
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
-
-    @property
-    def enter_mode(self) -> bool:  # type: ignore[override]
-        return not self.mode and _state.enabled
-
-    @property
-    def inference(self) -> bool:  # type: ignore[override]
-        return self.mode
 
     def __enter__(self) -> None:
         self._prev = (_state.enabled, _state.inference)

@@ -19,8 +19,18 @@ from srcgrad.runtime.tensor import Tensor, apply, as_array
 
 P = lookup
 _state = grad_mode._state
-return_max = namedtuple("max", ["values", "indices"])
-return_min = namedtuple("min", ["values", "indices"])
+
+
+def _return_type(name: str) -> type:
+    """PyTorch's ``torch.return_types.max``: a named pair that prints one field a line."""
+    def __repr__(self: Any) -> str:
+        return (f"srcgrad.return_types.{name}(\nvalues={self.values!r},\n"
+                f"indices={self.indices!r})")
+    return type(name, (namedtuple(name, ["values", "indices"]),), {"__repr__": __repr__,
+                                                                   "__slots__": ()})
+
+
+return_max, return_min = _return_type("max"), _return_type("min")
 COPY_SLICES = "srcgrad::autograd::CopySlices"
 
 _NODE_NAMES = {
@@ -34,7 +44,7 @@ _NODE_NAMES = {
     "norm": "LinalgVectorNorm", "rint": "Round", "deg2rad": "Deg2Rad", "rad2deg": "Rad2Deg",
     "mse_loss": "MseLoss", "nll_loss": "NllLoss", "logsumexp": "Logsumexp",
     "binary_cross_entropy_with_logits": "BinaryCrossEntropyWithLogits", "clip": "Clamp",
-    "take_along": "Gather", "max": "Amax", "min": "Amin",
+    "take_along": "Gather", "max": "Amax", "min": "Amin", "pow_scalar": "Pow",
 }
 
 
@@ -110,6 +120,8 @@ def unwrap_index(index: Any) -> Any:
 # NumPy dispatch (``np.sin(t)``, ``np.sum(t, axis=0)``).
 
 def ufunc_call(prim: Any, inputs: tuple) -> Tensor:
+    if prim.name == "power" and isinstance(inputs[0], Tensor):
+        return _pow(*inputs)
     return apply(prim, node_name(prim, inputs, {}), inputs)
 
 
@@ -158,9 +170,28 @@ def _binary(fun: Any, name: str, rname: str | None = None) -> tuple:
     return op, rop
 
 
-Tensor.__add__, Tensor.__radd__ = _binary(np.add, "AddBackward0")
-Tensor.__sub__, Tensor.__rsub__ = _binary(np.subtract, "SubBackward0", "RsubBackward1")
-Tensor.__mul__, Tensor.__rmul__ = _binary(np.multiply, "MulBackward0")
+def _commutative(fun: Any, name: str) -> tuple:
+    op, _ = _binary(fun, name)
+    return op, op        # ``1 + x`` is recorded as ``x + 1``, as PyTorch does
+
+
+def _rsub(self: Tensor, other: Any) -> Any:
+    if isinstance(other, (int, float)):
+        return apply(R.rsub, "RsubBackward1", (self,), {"other": other})
+    if not isinstance(other, _NUMBER):
+        return NotImplemented
+    return apply(P(np.subtract), "RsubBackward0", (other, self))
+
+
+def _sub(self: Tensor, other: Any) -> Any:
+    if not isinstance(other, _NUMBER):
+        return NotImplemented
+    return apply(P(np.subtract), "SubBackward0", (self, other))
+
+
+Tensor.__add__, Tensor.__radd__ = _commutative(np.add, "AddBackward0")
+Tensor.__sub__, Tensor.__rsub__ = _sub, _rsub
+Tensor.__mul__, Tensor.__rmul__ = _commutative(np.multiply, "MulBackward0")
 Tensor.__truediv__, _ = _binary(np.divide, "DivBackward0")
 Tensor.__mod__, Tensor.__rmod__ = _binary(np.remainder, "RemainderBackward0")
 
@@ -171,10 +202,11 @@ def _rtruediv(self: Tensor, other: Any) -> Any:
 
 
 def _pow(self: Tensor, exponent: Any) -> Any:
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+        return apply(R.pow_scalar, "PowBackward0", (self,), {"p": exponent})
     if not isinstance(exponent, _NUMBER):
         return NotImplemented
-    return apply(P(np.power), "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0",
-                 (self, exponent))
+    return apply(P(np.power), "PowBackward1", (self, exponent))
 
 
 def _rpow(self: Tensor, base: Any) -> Any:
@@ -241,7 +273,7 @@ for _method, _fun in _UNARY.items():
 
 
 def _square(self: Tensor) -> Tensor:
-    return apply(P(np.power), "PowBackward0", (self, 2))
+    return _pow(self, 2)
 
 
 def _rsqrt(self: Tensor) -> Tensor:

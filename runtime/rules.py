@@ -201,6 +201,22 @@ defvjp(np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * x / (y *
 defvjp(np.power,
        lambda g, ans, x, y: np.where(y == 0, 0, g * y * x ** np.where(y == 0, 1, y - 1)),
        lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(x)))
+
+
+@primitive
+def pow_scalar(x, *, p):
+    """``x ** p`` for a Python number ``p`` (PyTorch's ``pow(Tensor, Scalar)``)."""
+    return x ** p
+
+
+@primitive
+def rsub(x, *, other):
+    """``other - x`` for a Python number ``other`` (PyTorch's ``rsub(Tensor, Scalar)``)."""
+    return other - x
+
+
+defvjp(pow_scalar, lambda g, ans, x, p: g * p * x ** (p - 1) if p != 0 else np.zeros_like(g))
+defvjp(rsub, lambda g, ans, x, other: -g)
 defvjp(np.maximum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x > y, g, 0)),
        lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y > x, g, 0)))
 defvjp(np.minimum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x < y, g, 0)),

@@ -147,13 +147,17 @@ class Tensor(TensorBase):
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if flag and self._data.dtype.kind not in "fc":
-            raise RuntimeError(
-                "only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this Tensor's storage has seen (shared with its views)."""
+        return self._version_counter[0]
 
     @property
     def is_leaf(self) -> bool:
@@ -207,6 +211,11 @@ class Tensor(TensorBase):
         """Add ``g`` into ``.grad`` (a new Tensor: the previous ``.grad`` is never mutated)."""
         if create_graph:
             new = g if isinstance(g, Tensor) else Tensor._make(g)
+            if self._grad is None and new._grad_fn is not None:
+                # PyTorch stores a copy of the first gradient, recorded as CopyBackwards
+                from srcgrad.runtime.rules import overwrite
+                new = apply(overwrite, "srcgrad::autograd::CopyBackwards",
+                            (Tensor._make(np.zeros_like(new._data)), new))
         else:
             new = Tensor._make(g._data if isinstance(g, Tensor) else g)
         if self._grad is None:
@@ -313,7 +322,8 @@ class Tensor(TensorBase):
         from srcgrad.runtime.printing import tensor_repr
         return tensor_repr(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return self.__repr__()
 
     def __format__(self, spec: str) -> str:
         if self._data.ndim == 0 and spec:
@@ -401,8 +411,10 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
                 needs = [False] * len(args)
             needs[i] = True
     if needs is not None:
-        result._grad_fn = make_node(name, prim, params, args, tuple(needs), out)
+        node = result._grad_fn = make_node(name, prim, params, args, tuple(needs), out)
         result._requires_grad = True
+        if node.ans is not None:
+            node._ans_counter = result._version_counter
     return result
 
 

@@ -1,6 +1,6 @@
 """``srcgrad.autograd``: PyTorch's ``torch.autograd`` names over srcgrad's engine."""
 
-from srcgrad.runtime import functional
+from srcgrad.autograd import functional
 from srcgrad.runtime.autograd import backward, grad
 from srcgrad.runtime.function import Function, FunctionCtx, once_differentiable
 from srcgrad.runtime.functional import gradcheck, gradgradcheck
