@@ -463,9 +463,11 @@ snippet("grad_mode", """
     print(res)
 """)
 snippet("reprs", """
-    for t in [torch.tensor([2., 3.], requires_grad=True), torch.tensor([12., 96.]), torch.tensor(2.),
+    for t in [torch.tensor([2., 3.], requires_grad=True), torch.tensor([12., 96.]),
+              torch.tensor(2.),
               torch.tensor([0.1234567, 100.5]), torch.tensor([1e-5, 1.]), torch.tensor([1e9, 1.]),
-              torch.tensor([[1., 2.], [3., 4.5]]), torch.tensor([1, 2, 3]), torch.tensor([True, False]),
+              torch.tensor([[1., 2.], [3., 4.5]]), torch.tensor([1, 2, 3]),
+              torch.tensor([True, False]),
               torch.tensor([]), torch.zeros(0, 3), torch.tensor([1., 2.], dtype=torch.float64),
               torch.tensor([1, 2], dtype=torch.int32), torch.ones(2, 2, 2),
               torch.tensor([float('nan'), float('inf'), -float('inf'), 1.5]), torch.tensor(3),

@@ -1,0 +1,170 @@
+"""One sample call per differentiable primitive of the rule table, and PyTorch's equivalent.
+
+``SAMPLES[name]`` is ``(inputs, params)``: float64 inputs are differentiated, others (masks,
+indices) pass through.  Points sit away from kinks and inside each function's domain.
+``test_rules.py`` fails for a primitive with rules but no sample, so a new rule is tested the
+moment it is added.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+rng = np.random.default_rng(1234)
+
+
+def r(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape)
+
+
+def pos(*shape):
+    return r(*shape, lo=0.5, hi=2.0)
+
+
+def away(*shape):
+    """Values away from 0 and from integers (for abs, sign, floor and friends)."""
+    return rng.choice([-1, 1], shape) * (rng.integers(0, 3, shape) + r(*shape, lo=0.2, hi=0.8))
+
+
+_perm = np.argsort(r(3, 4), axis=1)[:, :2]
+
+SAMPLES: dict[str, tuple[list, dict]] = {
+    # helpers
+    "sum_to": ([r(2, 3, 4)], {"shape": (3, 1)}),
+    "unreduce": ([r(2, 4)], {"shape": (2, 3, 4), "axis": 1, "keepdims": False}),
+    "unindex": ([r(3, 2)], {"index": (np.array([0, 2, 2]), slice(1, 3)), "shape": (4, 3)}),
+    "index_put": ([r(4, 3), r(2)], {"index": (slice(1, 3), 0)}),
+    "matmul_lhs_grad": ([r(2, 4), r(3, 4)], {"a_shape": (2, 3)}),
+    "matmul_rhs_grad": ([r(5, 2, 4), r(5, 2, 3)], {"b_shape": (3, 4)}),
+    "cast": ([r(3)], {"dtype": np.float64}),
+    "getitem": ([r(4, 3)], {"index": (np.array([1, 1, 3]), slice(None, 2))}),
+    "take_along": ([r(3, 4)], {"indices": _perm, "axis": 1, "keepdims": True}),
+    "untake_along": ([r(3, 2)], {"indices": _perm, "axis": 1, "shape": (3, 4)}),
+    "overwrite": ([r(2, 3), r(3)], {}),
+    "to_device": ([r(3)], {"device": "cpu", "source": "cpu"}),
+    # unary
+    "negative": ([r(3, 2)], {}), "positive": ([r(3)], {}), "exp": ([r(3, 2)], {}),
+    "exp2": ([r(4)], {}), "expm1": ([r(4)], {}), "log": ([pos(3, 2)], {}), "log2": ([pos(4)], {}),
+    "log10": ([pos(4)], {}), "log1p": ([pos(4)], {}), "sqrt": ([pos(3, 2)], {}),
+    "cbrt": ([pos(4)], {}), "square": ([r(4)], {}), "reciprocal": ([pos(4)], {}),
+    "absolute": ([away(5)], {}), "fabs": ([away(5)], {}), "sin": ([r(3, 2)], {}),
+    "cos": ([r(3, 2)], {}), "tan": ([r(4)], {}), "arcsin": ([r(4, lo=-0.8, hi=0.8)], {}),
+    "arccos": ([r(4, lo=-0.8, hi=0.8)], {}), "arctan": ([r(4)], {}), "sinh": ([r(4)], {}),
+    "cosh": ([r(4)], {}), "tanh": ([r(3, 2)], {}), "arcsinh": ([r(4)], {}),
+    "arccosh": ([r(4, lo=1.5, hi=3.0)], {}), "arctanh": ([r(4, lo=-0.8, hi=0.8)], {}),
+    "deg2rad": ([r(4)], {}), "rad2deg": ([r(4)], {}), "sigmoid": ([r(3, 2, lo=-4, hi=4)], {}),
+    "relu": ([away(6)], {}), "sign": ([away(5)], {}), "floor": ([away(5)], {}),
+    "ceil": ([away(5)], {}), "trunc": ([away(5)], {}), "rint": ([away(5)], {}),
+    # binary (with broadcasting)
+    "add": ([r(2, 3), r(3)], {}), "subtract": ([r(2, 3), r(2, 1)], {}),
+    "multiply": ([r(2, 3), r(1, 3)], {}), "divide": ([r(2, 3), pos(3)], {}),
+    "power": ([pos(2, 3), r(3)], {}), "pow_scalar": ([pos(2, 3)], {"p": 3}),
+    "rsub": ([r(3)], {"other": 2.0}), "maximum": ([away(2, 3), away(3)], {}),
+    "minimum": ([away(2, 3), away(3)], {}), "arctan2": ([r(2, 3), pos(3)], {}),
+    "hypot": ([r(2, 3), pos(3)], {}), "logaddexp": ([r(2, 3), r(3)], {}),
+    "logaddexp2": ([r(2, 3), r(3)], {}), "remainder": ([r(4, lo=0.1, hi=0.9) + 2, pos(4) + 0.3],
+                                                       {}),
+    "fmod": ([r(4, lo=0.1, hi=0.9) + 2, pos(4) + 0.3], {}),
+    "where": ([np.array([[True, False, True]]), r(2, 3), r(3)], {}),
+    "clip": ([away(6)], {"a_min": -1.0, "a_max": 1.0}),
+    # reductions
+    "sum": ([r(2, 3, 4)], {"axis": (0, 2), "keepdims": False}),
+    "mean": ([r(2, 3, 4)], {"axis": 1, "keepdims": True}),
+    "prod": ([pos(2, 3)], {"axis": 1}), "max": ([r(3, 4)], {"axis": 0}),
+    "min": ([r(3, 4)], {"axis": -1, "keepdims": True}), "var": ([r(3, 4)], {"axis": 1, "ddof": 1}),
+    "std": ([r(3, 4)], {"ddof": 0}), "cumsum": ([r(3, 4)], {"axis": 1}),
+    "logsumexp": ([r(3, 4)], {"axis": 1}), "softmax": ([r(3, 4)], {"axis": 1}),
+    "log_softmax": ([r(3, 4)], {"axis": -1}),
+    # linear algebra
+    "matmul": ([r(2, 3, 4), r(4, 2)], {}), "dot": ([r(3, 4), r(4)], {}),
+    "tensordot": ([r(2, 3, 4), r(4, 3, 5)], {"axes": ([1, 2], [1, 0])}),
+    "outer": ([r(3), r(2, 2)], {}), "trace": ([r(3, 3)], {}),
+    "einsum": ([r(2, 3), r(3, 4), r(4)], {"subscripts": "ij,jk,k->i"}),
+    "solve": ([r(3, 3) + 3 * np.eye(3), r(3, 2)], {}), "inv": ([r(3, 3) + 3 * np.eye(3)], {}),
+    "det": ([r(2, 3, 3) + 2 * np.eye(3)], {}), "norm": ([r(3, 4)], {"axis": 1}),
+    # shape
+    "reshape": ([r(2, 6)], {"shape": (3, 4)}), "ravel": ([r(2, 3)], {}),
+    "squeeze": ([r(2, 1, 3)], {"axis": 1}), "expand_dims": ([r(2, 3)], {"axis": 0}),
+    "transpose": ([r(2, 3, 4)], {"axes": (2, 0, 1)}),
+    "swapaxes": ([r(2, 3, 4)], {"axis1": 0, "axis2": 2}),
+    "moveaxis": ([r(2, 3, 4)], {"source": 0, "destination": -1}),
+    "broadcast_to": ([r(3, 1)], {"shape": (2, 3, 4)}), "flip": ([r(3, 4)], {"axis": 1}),
+    "roll": ([r(3, 4)], {"shift": 2, "axis": 1}), "tril": ([r(3, 3)], {"k": 0}),
+    "triu": ([r(3, 3)], {"k": 1}), "tile": ([r(2, 3)], {"reps": (2, 1, 2)}),
+    "repeat": ([r(2, 3)], {"repeats": 2, "axis": 1}), "copy": ([r(3)], {}),
+    "take": ([r(3, 4)], {"indices": np.array([0, 3, 3]), "axis": 1}),
+    "concatenate": ([r(2, 3), r(1, 3), r(4, 3)], {"axis": 0}),
+    "stack": ([r(2, 3), r(2, 3)], {"axis": -1}),
+    # neural-network family
+    "mse_loss": ([r(3, 4), r(3, 4)], {"reduction": "mean"}),
+    "binary_cross_entropy_with_logits": ([r(3, 4, lo=-3, hi=3), r(3, 4, lo=0, hi=1)],
+                                         {"reduction": "sum"}),
+    "nll_loss": ([r(4, 3, lo=-3, hi=0)], {"target": np.array([0, 2, -100, 1]),
+                                          "reduction": "mean"}),
+    "nll_loss_grad": ([r(4)], {"target": np.array([0, 2, -100, 1]), "shape": (4, 3),
+                               "reduction": "none"}),
+    "addmm": ([r(4), r(2, 3), r(3, 4)], {}),
+}
+
+# Rules that use a helper without rules of its own: no second derivative yet.
+NO_SECOND_ORDER = {"prod": "prod_others (the zero-safe product of the others) has no rule"}
+
+
+def _torch_equivalents():
+    import torch
+    import torch.nn.functional as F
+    t = torch
+    return {
+        "negative": t.neg, "exp": t.exp, "exp2": t.exp2, "expm1": t.expm1, "log": t.log,
+        "log2": t.log2, "log10": t.log10, "log1p": t.log1p, "sqrt": t.sqrt,
+        "square": t.square, "reciprocal": t.reciprocal, "absolute": t.abs, "sin": t.sin,
+        "cos": t.cos, "tan": t.tan, "arcsin": t.asin, "arccos": t.acos, "arctan": t.atan,
+        "sinh": t.sinh, "cosh": t.cosh, "tanh": t.tanh, "arcsinh": t.asinh,
+        "arccosh": t.acosh, "arctanh": t.atanh, "deg2rad": t.deg2rad, "rad2deg": t.rad2deg,
+        "sigmoid": t.sigmoid, "relu": t.relu, "sign": t.sign, "floor": t.floor,
+        "ceil": t.ceil, "trunc": t.trunc, "rint": t.round, "add": t.add, "subtract": t.sub,
+        "multiply": t.mul, "divide": t.div, "power": t.pow,
+        "pow_scalar": lambda x, p: x ** p, "rsub": lambda x, other: other - x,
+        "maximum": t.maximum, "minimum": t.minimum, "arctan2": t.atan2, "hypot": t.hypot,
+        "logaddexp": t.logaddexp, "logaddexp2": t.logaddexp2, "remainder": t.remainder,
+        "fmod": t.fmod, "where": lambda c, x, y: t.where(c, x, y),
+        "clip": lambda x, a_min, a_max: t.clamp(x, a_min, a_max),
+        "sum": lambda x, axis, keepdims: x.sum(axis, keepdim=keepdims),
+        "mean": lambda x, axis, keepdims: x.mean(axis, keepdim=keepdims),
+        "prod": lambda x, axis: x.prod(axis), "max": lambda x, axis: x.amax(axis),
+        "min": lambda x, axis, keepdims: x.amin(axis, keepdim=keepdims),
+        "var": lambda x, axis, ddof: x.var(axis, correction=ddof),
+        "std": lambda x, ddof: x.std(correction=ddof),
+        "cumsum": lambda x, axis: x.cumsum(axis), "logsumexp": lambda x, axis: x.logsumexp(axis),
+        "softmax": lambda x, axis: x.softmax(axis),
+        "log_softmax": lambda x, axis: x.log_softmax(axis), "matmul": t.matmul,
+        "dot": t.matmul, "tensordot": lambda a, b, axes: t.tensordot(a, b, dims=axes),
+        "outer": lambda a, b: t.outer(a, b.reshape(-1)), "trace": t.trace,
+        "einsum": lambda *ops, subscripts: t.einsum(subscripts, *ops),
+        "solve": t.linalg.solve, "inv": t.linalg.inv, "det": t.linalg.det,
+        "norm": lambda x, axis: t.linalg.vector_norm(x, dim=axis),
+        "reshape": lambda x, shape: x.reshape(shape), "ravel": lambda x: x.reshape(-1),
+        "squeeze": lambda x, axis: x.squeeze(axis), "expand_dims": lambda x, axis: x.unsqueeze(0),
+        "transpose": lambda x, axes: x.permute(axes),
+        "swapaxes": lambda x, axis1, axis2: x.transpose(axis1, axis2),
+        "moveaxis": lambda x, source, destination: t.movedim(x, source, destination),
+        "broadcast_to": lambda x, shape: x.expand(shape), "flip": lambda x, axis: x.flip(axis),
+        "roll": lambda x, shift, axis: x.roll(shift, axis), "tril": lambda x, k: x.tril(k),
+        "triu": lambda x, k: x.triu(k), "tile": lambda x, reps: t.tile(x, reps),
+        "repeat": lambda x, repeats, axis: x.repeat_interleave(repeats, axis),
+        "copy": t.clone, "concatenate": lambda *xs, axis: t.cat(xs, axis),
+        "stack": lambda *xs, axis: t.stack(xs, axis),
+        "mse_loss": lambda x, y, reduction: F.mse_loss(x, y, reduction=reduction),
+        "binary_cross_entropy_with_logits": lambda x, y, reduction:
+            F.binary_cross_entropy_with_logits(x, y, reduction=reduction),
+        "nll_loss": lambda x, target, reduction: F.nll_loss(x, t.as_tensor(target),
+                                                             reduction=reduction),
+        "addmm": t.addmm,
+    }
+
+
+def torch_equivalents():
+    try:
+        return _torch_equivalents()
+    except ImportError:
+        return {}
