@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime.tensor import Tensor, backward_roots
 
 __all__ = ["backward", "grad"]

@@ -18,6 +18,7 @@ import itertools
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.primitives import Meta, sum_to, unbroadcast
 
@@ -57,7 +58,7 @@ class Node:
     """A function of the backward graph (``tensor.grad_fn``)."""
 
     __slots__ = ("next_functions", "_seq", "_hooks", "_pre_hooks", "_tensor_hooks",
-                 "_retain", "metadata", "__weakref__")
+                 "_retain", "_metadata", "__weakref__")
 
     def __init__(self, next_functions: tuple = ()) -> None:
         self.next_functions = next_functions
@@ -66,7 +67,13 @@ class Node:
         self._pre_hooks: dict | None = None
         self._tensor_hooks: dict | None = None     # output_nr -> {handle_id: hook}
         self._retain: dict | None = None           # output_nr -> weakref to a retaining tensor
-        self.metadata: dict = {}
+        self._metadata: dict | None = None
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         return type(self).__name__
@@ -133,49 +140,54 @@ class TensorBase:
 
 
 class PrimNode(Node):
-    """A recorded primitive: calls the primitive's rules from the one rule table."""
+    """A recorded primitive: calls the primitive's rules from the one rule table.
 
-    __slots__ = ("_name", "prim", "params", "inputs", "shapes", "dtypes", "needs", "ans",
-                 "_ans_version", "_ans_counter", "_saved_versions", "_released", "_has_saved")
+    It keeps, per input, only what the rules read (the Tensor when they read its data, a
+    :class:`Meta` when only its shape, nothing otherwise), plus the shape and dtype of the
+    inputs that want a gradient, to undo broadcasting and restore dtypes.
+    """
+
+    __slots__ = ("_name", "prim", "params", "inputs", "metas", "needs", "ans", "_ans_version",
+                 "_ans_counter", "_saved_versions", "_released", "_has_saved")
 
     def __init__(self, name: str, prim: Any, params: dict, args: tuple, needs: tuple,
                  ans: Any) -> None:
-        self._name = name
-        self.prim = prim
-        self.params = params
-        self.needs = needs
         ans_kind, kinds = prim.saves(needs)
         inputs: list = []
-        shapes: list = []
-        dtypes: list = []
+        metas: list = []
         versions: list = []
         nexts: list = []
-        for a, kind in zip(args, kinds):
+        for a, kind, need in zip(args, kinds, needs):
             if isinstance(a, TensorBase):
-                nexts.append(edge_of(a) if a._requires_grad else (None, 0))
                 data = a._data
-                shapes.append(data.shape)
-                dtypes.append(data.dtype)
+                if a._requires_grad:
+                    fn = a._grad_fn
+                    nexts.append((fn, a._output_nr) if fn is not None else (a._accumulator(), 0))
+                else:
+                    nexts.append(_NO_EDGE)
+                metas.append((data.shape, data.dtype) if need else None)
                 if kind == "data":
                     inputs.append(a)
                     versions.append((a, a._version_counter[0]))
                 else:
                     inputs.append(Meta(data.shape, data.dtype) if kind else None)
             else:
-                nexts.append((None, 0))
-                shapes.append(np.shape(a))
-                dtypes.append(None)
+                nexts.append(_NO_EDGE)
+                metas.append(None)
                 inputs.append(a if kind else None)
-        super().__init__(tuple(nexts))
+        Node.__init__(self, tuple(nexts))
+        self._name = name
+        self.prim = prim
+        self.params = params
+        self.needs = needs
         self.inputs = inputs
-        self.shapes = shapes
-        self.dtypes = dtypes
+        self.metas = metas
         self._saved_versions = versions
         self.ans = ans if ans_kind else None
         self._ans_counter = None
         self._ans_version = 0
         self._released = False
-        self._has_saved = "data" in kinds or ans_kind == "data"
+        self._has_saved = ans_kind == "data" or "data" in kinds
 
     def name(self) -> str:
         return self._name
@@ -198,9 +210,8 @@ class PrimNode(Node):
 
     def apply(self, grads: list, create_graph: bool) -> tuple:
         g = grads[0]
-        n = len(self.needs)
         if g is None:
-            return (None,) * n
+            return (None,) * len(self.needs)
         if self._has_saved:
             self._check_saved()
         if create_graph:
@@ -210,15 +221,18 @@ class PrimNode(Node):
         else:
             xs = [x._data if isinstance(x, TensorBase) else x for x in self.inputs]
             ans = self.ans
-        out = []
         prim, params = self.prim, self.params
-        for i in range(n):
-            if not self.needs[i]:
+        out = []
+        for i, meta in enumerate(self.metas):
+            if meta is None:
                 out.append(None)
-                continue
-            gi = prim.vjp(i)(g, ans, *xs, **params)
-            out.append(_conform(gi, self.shapes[i], self.dtypes[i], create_graph))
+            else:
+                gi = prim.vjp(i)(g, ans, *xs, **params)
+                out.append(_conform(gi, meta[0], meta[1], create_graph))
         return tuple(out)
+
+
+_NO_EDGE = (None, 0)
 
 
 def _conform(g: Any, shape: tuple, dtype: Any, create_graph: bool) -> Any:
@@ -306,94 +320,110 @@ def run_backward(roots: list, grad_roots: list, *, retain_graph: bool, create_gr
     gradients of ``inputs`` instead.  With ``inputs``, only the part of the graph that leads to
     them runs.
     """
-    # 1. discover the graph: parents and dependency counts
-    children: dict[Node, tuple] = {}
-    stack = [fn for fn, _ in roots if fn is not None]
-    seen = set(stack)
+    # 1. discover the graph and count, for each node, the edges that feed it
+    deps: dict[Node, int] = {}
+    stack = []
+    for fn, _ in roots:
+        if fn is not None and fn not in deps:
+            deps[fn] = 0
+            stack.append(fn)
     while stack:
-        fn = stack.pop()
-        nxt = tuple(e for e in fn.next_functions if e[0] is not None)
-        children[fn] = nxt
-        for child, _ in nxt:
-            if child not in seen:
-                seen.add(child)
+        for child, _ in stack.pop().next_functions:
+            if child is None:
+                continue
+            if child in deps:
+                deps[child] += 1
+            else:
+                deps[child] = 1
                 stack.append(child)
 
     targets: dict[tuple, int] = {}
+    needed: set | None = None
     if inputs is not None:
         for k, t in enumerate(inputs):
             targets.setdefault(edge_of(t), k)
-        needed = _needed(children, {fn for fn, _ in targets})
-    else:
-        needed = seen
+        needed = _needed(deps, {fn for fn, _ in targets})
+        deps = dict.fromkeys(needed, 0)
+        for fn in needed:
+            for child, _ in fn.next_functions:
+                if child in needed:
+                    deps[child] += 1
 
-    deps: dict[Node, int] = dict.fromkeys(needed, 0)
-    for fn in needed:
-        for child, _ in children[fn]:
-            if child in needed:
-                deps[child] += 1
-
-    # 2. seed and execute, newest node first among the ready ones
+    # 2. seed, then run each node once all that feed it have run, newest first
     buffers: dict[Node, list] = {}
     for (fn, nr), g in zip(roots, grad_roots):
-        if fn is None or fn not in needed:
+        if fn is None or fn not in deps:
             continue
         buf = buffers.setdefault(fn, [None] * _num_outputs(fn))
         buf[nr] = _add(buf[nr], g)
     ready = [(-fn._seq, fn) for fn in buffers if deps[fn] == 0]
     heapq.heapify(ready)
     captured: list = [None] * (len(inputs) if inputs is not None else 0)
+    pop, push = heapq.heappop, heapq.heappush
 
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
-            _, fn = heapq.heappop(ready)
+            fn = pop(ready)[1]
             grads = buffers.pop(fn)
-            grads = _run_tensor_hooks(fn, grads, create_graph)
+            if fn._tensor_hooks or fn._retain or fn._pre_hooks or type(fn) is AccumulateGrad:
+                grads = _run_tensor_hooks(fn, grads, create_graph)
             if targets:
-                for nr, g in enumerate(grads):
-                    k = targets.get((fn, nr))
-                    if k is None:
-                        continue
-                    captured[k] = g
-                    if accumulate and g is not None:
-                        inputs[k]._accumulate(g, create_graph)
-            if isinstance(fn, AccumulateGrad):
+                _capture(fn, grads, targets, captured, inputs, accumulate, create_graph)
+            if type(fn) is AccumulateGrad:
                 if accumulate and inputs is None and grads[0] is not None:
                     fn.variable._accumulate(grads[0], create_graph)
-                out: tuple = ()
-            else:
-                out = fn.apply(grads, create_graph)
-                if fn._hooks:
-                    for hook in list(fn._hooks.values()):
-                        new = hook(tuple(_wrap(g) for g in out), tuple(_wrap(g) for g in grads))
-                        if new is not None:
-                            out = tuple(_unwrap(g, create_graph) for g in new)
+                continue
+            out = fn.apply(grads, create_graph)
+            if fn._hooks:
+                out = _run_post_hooks(fn, out, grads, create_graph)
             if not retain_graph:
                 fn.release()
             for (child, nr), g in zip(fn.next_functions, out):
-                if child is None or child not in needed:
+                if child is None or (needed is not None and child not in needed):
                     continue
                 if g is not None:
                     buf = buffers.get(child)
                     if buf is None:
                         buf = buffers[child] = [None] * _num_outputs(child)
-                    buf[nr] = _add(buf[nr], g)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    if child in buffers:
-                        heapq.heappush(ready, (-child._seq, child))
+                        buf[nr] = g
                     else:
-                        _skip(child, children, deps, buffers, ready, needed)
+                        buf[nr] = _add(buf[nr], g)
+                left = deps[child] - 1
+                deps[child] = left
+                if left == 0:
+                    if child in buffers:
+                        push(ready, (-child._seq, child))
+                    else:
+                        _skip(child, deps, buffers, ready, needed)
     return captured if inputs is not None else None
 
 
-def _skip(fn: Node, children: dict, deps: dict, buffers: dict, ready: list, needed: Any) -> None:
+def _capture(fn: Node, grads: list, targets: dict, captured: list, inputs: list,
+             accumulate: bool, create_graph: bool) -> None:
+    """Keep the gradients that flow into the requested ``inputs``."""
+    for nr, g in enumerate(grads):
+        k = targets.get((fn, nr))
+        if k is None:
+            continue
+        captured[k] = g
+        if accumulate and g is not None:
+            inputs[k]._accumulate(g, create_graph)
+
+
+def _run_post_hooks(fn: Node, out: tuple, grads: list, create_graph: bool) -> tuple:
+    for hook in list(fn._hooks.values()):
+        new = hook(tuple(_wrap(g) for g in out), tuple(_wrap(g) for g in grads))
+        if new is not None:
+            out = tuple(_unwrap(g, create_graph) for g in new)
+    return out
+
+
+def _skip(fn: Node, deps: dict, buffers: dict, ready: list, needed: set | None) -> None:
     """A node that received no gradient at all: release its children's dependency on it."""
     stack = [fn]
     while stack:
-        node = stack.pop()
-        for child, _ in children.get(node, ()):
-            if child not in needed:
+        for child, _ in stack.pop().next_functions:
+            if child is None or (needed is not None and child not in needed):
                 continue
             deps[child] -= 1
             if deps[child] == 0:
@@ -407,14 +437,15 @@ def _num_outputs(fn: Node) -> int:
     return getattr(fn, "num_outputs", 1)
 
 
-def _needed(children: dict, targets: set) -> set:
+def _needed(nodes: dict, targets: set) -> set:
     """Nodes from which some target can be reached (the part of the graph worth running)."""
     parents: dict[Node, list] = {}
-    for fn, kids in children.items():
-        for child, _ in kids:
-            parents.setdefault(child, []).append(fn)
-    needed = set()
-    stack = [t for t in targets if t in children]
+    for fn in nodes:
+        for child, _ in fn.next_functions:
+            if child is not None:
+                parents.setdefault(child, []).append(fn)
+    needed: set = set()
+    stack = [t for t in targets if t in nodes]
     while stack:
         fn = stack.pop()
         if fn in needed:
@@ -422,5 +453,3 @@ def _needed(children: dict, targets: set) -> set:
         needed.add(fn)
         stack.extend(parents.get(fn, ()))
     return needed
-
-

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.autograd import grad
 from srcgrad.runtime.tensor import Tensor

@@ -11,6 +11,7 @@ from collections import namedtuple
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import dtypes, grad_mode
 from srcgrad.runtime import rules as R
 from srcgrad.runtime.engine import PrimNode, make_node

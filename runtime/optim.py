@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.tensor import Tensor
 

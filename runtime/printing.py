@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import dtypes
 
 PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80

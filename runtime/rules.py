@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from srcgrad.runtime.primitives import (
     bind_numpy,
     defvjp,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import dtypes, grad_mode
 from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node, run_backward
 from srcgrad.runtime.hooks import RemovableHandle
@@ -385,16 +386,34 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     ``name`` is the node name PyTorch gives the same call (``MulBackward0``); the result dtype
     follows PyTorch's promotion (or ``dtype`` when given).
     """
-    data = [a._data if isinstance(a, Tensor) else a for a in args]
+    data = []
+    requires = False
+    first = None            # the dtype shared by every Tensor argument, if there is one
+    mixed = False
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            data.append(d)
+            requires = requires or a._requires_grad
+            if first is None:
+                first = d.dtype
+            elif d.dtype != first:
+                mixed = True
+        else:
+            data.append(a)
+            mixed = mixed or not isinstance(a, float)
     out = prim.fn(*data, **params)
     if type(out) is not np.ndarray:
         out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out
     if dtype is None:
         rule = prim.dtype_rule
         if rule == "promote" or rule == "float":
-            dtype = dtypes.result_type(args, Tensor)
-            if rule == "float" and dtype.kind not in "fc":
-                dtype = dtypes.default_float()
+            if not mixed and first is not None and first.kind == "f":
+                dtype = first      # the common case: one float dtype and Python floats
+            else:
+                dtype = dtypes.result_type(args, Tensor)
+                if rule == "float" and dtype.kind not in "fc":
+                    dtype = dtypes.default_float()
         elif rule == "same":
             dtype = data[0].dtype
         elif rule == "index":
@@ -402,16 +421,16 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype)
     result = Tensor._make(out)
-    if not _state.enabled or out.dtype.kind not in "fc":
+    if not (requires and _state.enabled) or out.dtype.kind not in "fc":
         return result
-    needs = None
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor) and a._requires_grad and prim.vjp(i) is not None:
-            if needs is None:
-                needs = [False] * len(args)
-            needs[i] = True
-    if needs is not None:
-        node = result._grad_fn = make_node(name, prim, params, args, tuple(needs), out)
+    vjps = prim.vjps
+    if prim.argnum_vjp is not None:
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    else:
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad and i < len(vjps)
+                      and vjps[i] is not None for i, a in enumerate(args))
+    if True in needs:
+        node = result._grad_fn = make_node(name, prim, params, args, needs, out)
         result._requires_grad = True
         if node.ans is not None:
             node._ans_counter = result._version_counter

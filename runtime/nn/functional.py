@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime import rules as R
 from srcgrad.runtime.factories import generator
 from srcgrad.runtime.tensor import Tensor, apply, as_array

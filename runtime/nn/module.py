@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
 from srcgrad.runtime.printing import tensor_repr
 from srcgrad.runtime.tensor import Tensor, as_array
 
