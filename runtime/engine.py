@@ -59,6 +59,8 @@ class Node:
 
     __slots__ = ("next_functions", "_seq", "_hooks", "_pre_hooks", "_tensor_hooks",
                  "_retain", "_metadata", "__weakref__")
+    num_outputs = 1
+    _has_saved = True
 
     def __init__(self, next_functions: tuple = ()) -> None:
         self.next_functions = next_functions
@@ -89,7 +91,7 @@ class Node:
         raise NotImplementedError
 
     def release(self) -> None:
-        """Free saved values after a backward pass without ``retain_graph``."""
+        """Free saved values after a backward pass without ``retain_graph`` (``_has_saved``)."""
 
     def register_hook(self, fn: Any) -> Any:
         """``fn(grad_inputs, grad_outputs)`` runs after the node; it may return new grad_inputs."""
@@ -157,7 +159,8 @@ class PrimNode(Node):
         metas: list = []
         versions: list = []
         nexts: list = []
-        for a, kind, need in zip(args, kinds, needs):
+        for i, a in enumerate(args):
+            kind = kinds[i]
             if isinstance(a, TensorBase):
                 data = a._data
                 if a._requires_grad:
@@ -165,7 +168,7 @@ class PrimNode(Node):
                     nexts.append((fn, a._output_nr) if fn is not None else (a._accumulator(), 0))
                 else:
                     nexts.append(_NO_EDGE)
-                metas.append((data.shape, data.dtype) if need else None)
+                metas.append((data.shape, data.dtype) if needs[i] else None)
                 if kind == "data":
                     inputs.append(a)
                     versions.append((a, a._version_counter[0]))
@@ -175,7 +178,10 @@ class PrimNode(Node):
                 nexts.append(_NO_EDGE)
                 metas.append(None)
                 inputs.append(a if kind else None)
-        Node.__init__(self, tuple(nexts))
+        self.next_functions = tuple(nexts)
+        self._seq = next(_seq)
+        self._hooks = self._pre_hooks = self._tensor_hooks = self._retain = None
+        self._metadata = None
         self._name = name
         self.prim = prim
         self.params = params
@@ -219,16 +225,23 @@ class PrimNode(Node):
             xs = self.inputs
             ans = None if self.ans is None else Tensor._make(self.ans, self, True)
         else:
-            xs = [x._data if isinstance(x, TensorBase) else x for x in self.inputs]
+            xs = self.inputs
+            if self._saved_versions:
+                xs = [x._data if isinstance(x, TensorBase) else x for x in xs]
             ans = self.ans
         prim, params = self.prim, self.params
+        rules = prim.vjps if prim.argnum_vjp is None else None
         out = []
         for i, meta in enumerate(self.metas):
             if meta is None:
                 out.append(None)
-            else:
-                gi = prim.vjp(i)(g, ans, *xs, **params)
-                out.append(_conform(gi, meta[0], meta[1], create_graph))
+                continue
+            rule = rules[i] if rules is not None else prim.vjp(i)
+            gi = rule(g, ans, *xs, **params)
+            if (create_graph or type(gi) is not np.ndarray or gi.shape != meta[0]
+                    or gi.dtype != meta[1]):
+                gi = _conform(gi, meta[0], meta[1], create_graph)
+            out.append(gi)
         return tuple(out)
 
 
@@ -354,7 +367,7 @@ def run_backward(roots: list, grad_roots: list, *, retain_graph: bool, create_gr
     for (fn, nr), g in zip(roots, grad_roots):
         if fn is None or fn not in deps:
             continue
-        buf = buffers.setdefault(fn, [None] * _num_outputs(fn))
+        buf = buffers.setdefault(fn, [None] * fn.num_outputs)
         buf[nr] = _add(buf[nr], g)
     ready = [(-fn._seq, fn) for fn in buffers if deps[fn] == 0]
     heapq.heapify(ready)
@@ -376,7 +389,7 @@ def run_backward(roots: list, grad_roots: list, *, retain_graph: bool, create_gr
             out = fn.apply(grads, create_graph)
             if fn._hooks:
                 out = _run_post_hooks(fn, out, grads, create_graph)
-            if not retain_graph:
+            if not retain_graph and fn._has_saved:
                 fn.release()
             for (child, nr), g in zip(fn.next_functions, out):
                 if child is None or (needed is not None and child not in needed):
@@ -384,7 +397,7 @@ def run_backward(roots: list, grad_roots: list, *, retain_graph: bool, create_gr
                 if g is not None:
                     buf = buffers.get(child)
                     if buf is None:
-                        buf = buffers[child] = [None] * _num_outputs(child)
+                        buf = buffers[child] = [None] * child.num_outputs
                         buf[nr] = g
                     else:
                         buf[nr] = _add(buf[nr], g)
@@ -431,10 +444,6 @@ def _skip(fn: Node, deps: dict, buffers: dict, ready: list, needed: set | None) 
                     heapq.heappush(ready, (-child._seq, child))
                 else:
                     stack.append(child)
-
-
-def _num_outputs(fn: Node) -> int:
-    return getattr(fn, "num_outputs", 1)
 
 
 def _needed(nodes: dict, targets: set) -> set:

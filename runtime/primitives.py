@@ -68,7 +68,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "dtype_rule",
-                 "reads", "_saves", "__dict__")
+                 "reads", "_saves", "complete", "__dict__")
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, dtype_rule: str = "promote") -> None:
@@ -81,6 +81,7 @@ class Primitive:
         self.dtype_rule = dtype_rule      # promote | float | bool | same | index | keep
         self.reads: list[dict[str, str]] = []
         self._saves: dict[tuple[bool, ...], tuple[str, tuple[str, ...]]] = {}
+        self.complete = False
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __repr__(self) -> str:
@@ -112,6 +113,20 @@ class Primitive:
             rule = self.argnum_vjp
             return lambda g, ans, *xs, **kw: rule(argnum, g, ans, *xs, **kw)
         return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+    def needs(self, requires: list[bool]) -> tuple[bool, ...] | None:
+        """Which inputs get a gradient, given which require one (None: no input does)."""
+        if not self.complete:
+            rules = self.vjps
+            requires = [r and i < len(rules) and rules[i] is not None
+                        for i, r in enumerate(requires)]
+        return tuple(requires) if True in requires else None
+
+    def _finish(self) -> None:
+        """Recompute what the rules imply, after they change."""
+        self._saves.clear()
+        self.complete = self.argnum_vjp is not None or (
+            len(self.vjps) == (self.nin or 0) and None not in self.vjps)
 
     def saves(self, needs: tuple[bool, ...]) -> tuple[str, tuple[str, ...]]:
         """What a node must keep when the inputs flagged in ``needs`` want gradients.
@@ -259,7 +274,7 @@ def defvjp_argnum(fun: Any, rule: Callable, *, dtype_rule: str = "promote",
     prim = _as_primitive(fun, None, False, dtype_rule)
     prim.argnum_vjp = rule
     prim.reads = [reads if reads is not None else _rule_reads(rule)]
-    prim._saves.clear()
+    prim._finish()
     return prim
 
 

@@ -387,20 +387,21 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     follows PyTorch's promotion (or ``dtype`` when given).
     """
     data = []
-    requires = False
+    flags = []              # which arguments are Tensors that require grad
     first = None            # the dtype shared by every Tensor argument, if there is one
     mixed = False
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
             data.append(d)
-            requires = requires or a._requires_grad
+            flags.append(a._requires_grad)
             if first is None:
                 first = d.dtype
             elif d.dtype != first:
                 mixed = True
         else:
             data.append(a)
+            flags.append(False)
             mixed = mixed or not isinstance(a, float)
     out = prim.fn(*data, **params)
     if type(out) is not np.ndarray:
@@ -421,15 +422,10 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype)
     result = Tensor._make(out)
-    if not (requires and _state.enabled) or out.dtype.kind not in "fc":
+    if True not in flags or not _state.enabled or out.dtype.kind not in "fc":
         return result
-    vjps = prim.vjps
-    if prim.argnum_vjp is not None:
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-    else:
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad and i < len(vjps)
-                      and vjps[i] is not None for i, a in enumerate(args))
-    if True in needs:
+    needs = prim.needs(flags)
+    if needs is not None:
         node = result._grad_fn = make_node(name, prim, params, args, needs, out)
         result._requires_grad = True
         if node.ans is not None:
