@@ -475,8 +475,12 @@ def _view_op(prim: Any, name: str, params: dict, self: Tensor, key: Any) -> Tens
 
 
 def _reshape(self: Tensor, *shape: Any) -> Tensor:
-    return _view_op(P(np.reshape), "ViewBackward0", {"shape": _shape_arg(shape)}, self,
-                    ("reshape", None))
+    shape = _shape_arg(shape)
+    size = self._data.size
+    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+    if (-1 not in shape and known != size) or (-1 in shape and (known == 0 or size % known)):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
+    return _view_op(P(np.reshape), "ViewBackward0", {"shape": shape}, self, ("reshape", None))
 
 
 def _view(self: Tensor, *shape: Any) -> Tensor:
