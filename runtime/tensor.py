@@ -170,7 +170,7 @@ class Tensor(TensorBase):
 
     @property
     def grad(self) -> Tensor | None:
-        if self._grad_fn is not None and not self._retains_grad:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
