@@ -64,19 +64,22 @@ def cuda_available() -> bool:
 
 
 def device_of(data: Any) -> device:
-    if isinstance(data, np.ndarray):
+    if not hasattr(data, "__cuda_array_interface__"):
         return _CPU
     return device("cuda", getattr(getattr(data, "device", None), "id", 0))
 
 
 def to_numpy(data: Any) -> np.ndarray:
-    return data if isinstance(data, np.ndarray) else data.get()
+    """A NumPy array for host or device data (a device array is copied to the host)."""
+    return data.get() if hasattr(data, "__cuda_array_interface__") else np.asarray(data)
 
 
 def move(data: Any, target: device) -> Any:
     """``data`` on ``target``, copied across devices when needed."""
     if target.type == "cpu":
         return to_numpy(data)
+    if hasattr(data, "__cuda_array_interface__"):
+        return data
     if not cuda_available():
         raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have "
                            "an NVIDIA GPU and installed a driver from "

@@ -253,7 +253,7 @@ def _conform(g: Any, shape: tuple, dtype: Any, create_graph: bool) -> Any:
     if g.shape != shape:
         g = sum_to(g, shape=shape) if create_graph else unbroadcast(g, shape)
     if not create_graph:
-        if type(g) is not np.ndarray:
+        if isinstance(g, np.generic):
             g = np.asarray(g)
         if dtype is not None and g.dtype != dtype:
             g = g.astype(dtype)

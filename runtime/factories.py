@@ -31,9 +31,11 @@ def seed() -> int:
 def _finish(data: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     if dtype is not None:
         data = data.astype(dtypes.to_numpy_dtype(dtype), copy=False)
-    t = Tensor._make(data)
     if device is not None and str(device) != "cpu":
-        t = t.to(device)
+        from srcgrad.runtime.device import device as _device
+        from srcgrad.runtime.device import move
+        data = move(data, _device(device))
+    t = Tensor._make(data)
     if requires_grad:
         if t._data.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "

@@ -224,14 +224,14 @@ class Tensor(TensorBase):
             new = Tensor._make(g._data if isinstance(g, Tensor) else g)
         if self._grad is None:
             if not create_graph and new._data is g:
-                new = Tensor._make(np.array(g, copy=True))   # never alias a graph buffer
+                new = Tensor._make(g.copy())            # never alias a graph buffer
             self._grad = new
         else:
             self._grad = self._grad + new if create_graph else Tensor._make(
                 self._grad._data + new._data)
 
     def _retain_grad(self, g: Any, create_graph: bool) -> None:
-        g = g if create_graph else Tensor._make(np.array(as_array(g), copy=True))
+        g = g if create_graph else Tensor._make(as_array(g).copy())
         self._grad = g if self._grad is None else self._grad + g
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
