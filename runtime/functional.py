@@ -167,8 +167,6 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
                           "point or complex. This check will likely fail if all the inputs are "
                           "not of double precision floating point or complex. ", UserWarning,
                           stacklevel=2)
-    with grad_mode.no_grad():
-        outs = _outs(func(*ins))
     for k, x in enumerate(ins):
         if not (isinstance(x, Tensor) and x.requires_grad):
             continue
@@ -188,7 +186,6 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
                 return False
             raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {k},\n"
                                  f"numerical:{numerical}\nanalytical:{analytical}\n")
-    _ = outs
     return True
 
 
@@ -200,10 +197,7 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, **kwarg
     rng = np.random.default_rng(0)
     gos = _tuple(grad_outputs)[1] if grad_outputs is not None else tuple(
         Tensor._make(rng.standard_normal(o._data.shape).astype(o._data.dtype)) for o in outs)
-    diff = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
-
     def first(*xs: Tensor) -> tuple:
         return grad(func(*xs), [x for x in xs if x.requires_grad], gos, create_graph=True,
                     allow_unused=True)
-    _ = diff
     return gradcheck(first, ins, **kwargs)
