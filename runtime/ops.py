@@ -669,7 +669,7 @@ def _rebase(view: Tensor) -> None:
         args, prim, params = (old, view), R.index_put, {"index": key}
     elif kind == "transpose":
         args, prim, params = (view,), P(np.transpose), {
-            "axes": R.inverse_permutation(key, len(key))}
+            "axes": R.inverse_permutation(key)}
     else:
         args, prim, params = (view,), P(np.reshape), {"shape": base._data.shape}
     needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)

@@ -21,7 +21,9 @@ save what their formulas need: ``g * ans`` saves the output, ``g * np.cos(x)`` t
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +31,7 @@ import numpy as np
 
 __all__ = [
     "Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
-    "NUMPY_BINDINGS", "bind_numpy", "sum_to", "unbroadcast", "is_differentiable_dtype",
+    "NUMPY_BINDINGS", "bind_numpy", "sum_to", "unbroadcast", "helper", "is_differentiable_dtype",
 ]
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -89,6 +91,10 @@ class Primitive:
 
     def __call__(self, *args: Any, **params: Any) -> Any:
         for a in args:
+            handler = getattr(type(a), "__srcgrad_primitive__", None)
+            if handler is not None:
+                return handler(self, args, params)
+        for a in params.values():     # a symbolic parameter (``shape=x.shape``) in a rule
             handler = getattr(type(a), "__srcgrad_primitive__", None)
             if handler is not None:
                 return handler(self, args, params)
@@ -276,6 +282,23 @@ def defvjp_argnum(fun: Any, rule: Callable, *, dtype_rule: str = "promote",
     prim.reads = [reads if reads is not None else _rule_reads(rule)]
     prim._finish()
     return prim
+
+
+def helper(fn: Callable) -> Callable:
+    """Mark a plain function that rules call for logic on shapes, axes or strings.
+
+    On arrays and Tensors it simply runs.  Given the compiler's symbolic values it is not
+    traced: the compiler prints a call to it and puts its source in the generated module.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for a in itertools.chain(args, kwargs.values()):
+            handler = getattr(type(a), "__srcgrad_helper__", None)
+            if handler is not None:
+                return handler(wrapper, args, kwargs)
+        return fn(*args, **kwargs)
+    wrapper.helper_source = fn  # type: ignore[attr-defined]
+    return wrapper
 
 
 def is_differentiable_dtype(dtype: Any) -> bool:

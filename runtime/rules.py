@@ -16,6 +16,7 @@ from srcgrad.runtime.primitives import (
     bind_numpy,
     defvjp,
     defvjp_argnum,
+    helper,
     lookup,
     primitive,
     sum_to,
@@ -25,6 +26,7 @@ from srcgrad.runtime.primitives import (
 LN2, LN10 = math.log(2.0), math.log(10.0)
 
 
+@helper
 def numel(shape: tuple[int, ...]) -> int:
     """Number of elements of an array of ``shape`` (a Python int)."""
     return math.prod(shape)
@@ -37,11 +39,12 @@ def along(axis: int, key: object) -> tuple:
     return (slice(None),) * axis + (key,)
 
 
-def inverse_permutation(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...] | None:
+def inverse_permutation(axes: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The axes that undo ``transpose(x, axes)`` (None undoes None: a full reversal)."""
     if axes is None:
         return None
-    axes = [a % ndim for a in axes]
-    return tuple(sorted(range(ndim), key=axes.__getitem__))
+    axes = [a % len(axes) for a in axes]
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,25 +338,28 @@ def _tensordot_axes(axes, a_ndim, b_ndim):
     return [a % a_ndim for a in a_axes], [b % b_ndim for b in b_axes]
 
 
-def _tensordot_lhs(g, a_ndim, b, axes):
+@helper
+def tensordot_lhs_grad(g, a_ndim, b, axes):
     a_axes, b_axes = _tensordot_axes(axes, a_ndim, b.ndim)
     a_free = [i for i in range(a_ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
     out = np.tensordot(g, b, axes=(list(range(len(a_free), g.ndim)), b_free))
     order = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
-    return np.transpose(out, inverse_permutation(tuple(order), a_ndim))
+    return np.transpose(out, inverse_permutation(tuple(order)))
 
 
-def _tensordot_rhs(g, a, b_ndim, axes):
+@helper
+def tensordot_rhs_grad(g, a, b_ndim, axes):
     a_axes, b_axes = _tensordot_axes(axes, a.ndim, b_ndim)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b_ndim) if i not in b_axes]
     out = np.tensordot(a, g, axes=(a_free, list(range(len(a_free)))))
     order = [b_axes[a_axes.index(j)] for j in sorted(a_axes)] + b_free
-    return np.transpose(out, inverse_permutation(tuple(order), b_ndim))
+    return np.transpose(out, inverse_permutation(tuple(order)))
 
 
-def _einsum_vjp(argnum, g, ans, *ops, subscripts):
+@helper
+def einsum_grad(argnum, g, ans, *ops, subscripts):
     ins, out = _parse_einsum(subscripts, [op.ndim for op in ops])
     target = ins[argnum]
     if len(set(target)) != len(target):
@@ -392,11 +398,19 @@ defvjp(np.matmul, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
        lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape))
 defvjp(np.dot, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
        lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape), nin=2)
-defvjp(np.tensordot, lambda g, ans, a, b, axes=2: _tensordot_lhs(g, a.ndim, b, axes),
-       lambda g, ans, a, b, axes=2: _tensordot_rhs(g, a, b.ndim, axes), nin=2)
+defvjp(np.tensordot, lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),
+       lambda g, ans, a, b, axes=2: tensordot_rhs_grad(g, a, b.ndim, axes), nin=2)
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(np.matmul(g, np.ravel(b)), a.shape),
        lambda g, ans, a, b: np.reshape(np.matmul(np.ravel(a), g), b.shape), nin=2)
-defvjp(np.trace, lambda g, ans, x: g * np.eye(x.shape[0], x.shape[1], dtype=x.dtype), nin=1)
+
+
+@helper
+def trace_grad(g, shape):
+    """Gradient of the trace of a matrix of ``shape``: ``g`` on the diagonal."""
+    return g * np.eye(shape[0], shape[1], dtype=g.dtype)
+
+
+defvjp(np.trace, lambda g, ans, x: trace_grad(g, x.shape), nin=1)
 
 
 @primitive(nin=None)
@@ -404,7 +418,7 @@ def einsum(*operands, subscripts):
     return np.einsum(subscripts, *operands)
 
 
-defvjp_argnum(einsum, _einsum_vjp)
+defvjp_argnum(einsum, einsum_grad)
 bind_numpy(np.einsum, einsum, lambda subscripts, *operands: einsum(*operands,
                                                                     subscripts=subscripts))
 defvjp(np.linalg.solve,
@@ -436,21 +450,31 @@ bind_numpy(np.linalg.norm, norm)
 # Shape, joining and indexing.
 
 
-def _tile_vjp(g, ans, x, reps):
+@helper
+def tile_grad(g, shape, reps):
+    """Gradient of ``np.tile`` of an array of ``shape``: the tiles summed."""
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
-    nd = max(len(reps), x.ndim)
+    nd = max(len(reps), len(shape))
     reps = (1,) * (nd - len(reps)) + reps
-    pairs = zip(reps, (1,) * (nd - x.ndim) + tuple(x.shape))
+    pairs = zip(reps, (1,) * (nd - len(shape)) + tuple(shape))
     grouped = np.reshape(g, [n for pair in pairs for n in pair])
-    return np.reshape(np.sum(grouped, axis=tuple(range(0, 2 * nd, 2))), x.shape)
+    return np.reshape(np.sum(grouped, axis=tuple(range(0, 2 * nd, 2))), shape)
 
 
-def _repeat_vjp(g, ans, x, repeats, axis=None):
+@helper
+def repeat_grad(g, shape, repeats, axis=None):
+    """Gradient of ``np.repeat`` of an array of ``shape``: the repeats summed."""
     if axis is None:
-        return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), x.shape)
-    axis = axis % x.ndim
-    split = tuple(x.shape[:axis]) + (x.shape[axis], repeats) + tuple(x.shape[axis + 1:])
+        return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), shape)
+    axis = axis % len(shape)
+    split = tuple(shape[:axis]) + (shape[axis], repeats) + tuple(shape[axis + 1:])
     return np.sum(np.reshape(g, split), axis=axis + 1)
+
+
+@helper
+def take_index(indices, axis, shape):
+    """The index ``x[...]`` equivalent to ``np.take(x, indices, axis)``."""
+    return np.unravel_index(indices, shape) if axis is None else along(axis, indices)
 
 
 def _concatenate_vjp(argnum, g, ans, *xs, axis=0):
@@ -462,8 +486,8 @@ defvjp(np.reshape, lambda g, ans, x, shape=None: np.reshape(g, x.shape), nin=1)
 defvjp(np.ravel, lambda g, ans, x: np.reshape(g, x.shape), nin=1)
 defvjp(np.squeeze, lambda g, ans, x, axis=None: np.reshape(g, x.shape), nin=1)
 defvjp(np.expand_dims, lambda g, ans, x, axis: np.reshape(g, x.shape), nin=1)
-defvjp(np.transpose, lambda g, ans, x, axes=None:
-       np.transpose(g, inverse_permutation(axes, g.ndim)), nin=1)
+defvjp(np.transpose, lambda g, ans, x, axes=None: np.transpose(g, inverse_permutation(axes)),
+       nin=1)
 defvjp(np.swapaxes, lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2), nin=1)
 defvjp(np.moveaxis, lambda g, ans, x, source, destination: np.moveaxis(g, destination, source),
        nin=1)
@@ -473,12 +497,12 @@ defvjp(np.roll, lambda g, ans, x, shift, axis=None: np.roll(
     g, -shift if isinstance(shift, int) else tuple(-s for s in shift), axis=axis), nin=1)
 defvjp(np.tril, lambda g, ans, x, k=0: np.tril(g, k=k), nin=1)
 defvjp(np.triu, lambda g, ans, x, k=0: np.triu(g, k=k), nin=1)
-defvjp(np.tile, _tile_vjp, nin=1)
-defvjp(np.repeat, _repeat_vjp, nin=1)
+defvjp(np.tile, lambda g, ans, x, reps: tile_grad(g, x.shape, reps), nin=1)
+defvjp(np.repeat, lambda g, ans, x, repeats, axis=None: repeat_grad(g, x.shape, repeats, axis),
+       nin=1)
 defvjp(np.copy, lambda g, ans, x: g, nin=1)
 defvjp(np.take, lambda g, ans, x, indices, axis=None: unindex(
-    g, index=np.unravel_index(indices, x.shape) if axis is None else along(axis, indices),
-    shape=x.shape), nin=1)
+    g, index=take_index(indices, axis, x.shape), shape=x.shape), nin=1)
 
 
 @primitive(nin=None)
