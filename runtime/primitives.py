@@ -247,20 +247,26 @@ def _signature_adapter(fun: Callable, prim: Primitive) -> Callable:
     return call
 
 
-def _as_primitive(fun: Any, nin: int | None, broadcasts: bool, dtype_rule: str) -> Primitive:
+def _as_primitive(fun: Any, nin: int | None, broadcasts: bool | None, dtype_rule: str
+                  ) -> Primitive:
     if isinstance(fun, Primitive):
+        if broadcasts is not None:
+            fun.broadcasts = broadcasts
         return fun
     if isinstance(fun, np.ufunc):
-        prim = Primitive(fun.__name__, fun, fun.nin, broadcasts=fun.nin > 1, dtype_rule=dtype_rule)
+        prim = Primitive(fun.__name__, fun, fun.nin, dtype_rule=dtype_rule,
+                         broadcasts=fun.nin > 1 if broadcasts is None else broadcasts)
     else:
-        prim = Primitive(fun.__name__, fun, nin, broadcasts=broadcasts, dtype_rule=dtype_rule)
+        prim = Primitive(fun.__name__, fun, nin, broadcasts=bool(broadcasts),
+                         dtype_rule=dtype_rule)
     PRIMITIVES[prim.name] = prim
     bind_numpy(fun, prim)
     return prim
 
 
-def defvjp(fun: Any, *rules: Callable | None, nin: int | None = None, broadcasts: bool = False,
-           dtype_rule: str = "promote", reads: dict[str, str] | None = None) -> Primitive:
+def defvjp(fun: Any, *rules: Callable | None, nin: int | None = None,
+           broadcasts: bool | None = None, dtype_rule: str = "promote",
+           reads: dict[str, str] | None = None) -> Primitive:
     """Give ``fun`` one vjp rule per input (None: that input gets no gradient).
 
     ``fun`` may be a :class:`Primitive`, a NumPy ufunc or any array function; NumPy functions
@@ -277,7 +283,7 @@ def defvjp(fun: Any, *rules: Callable | None, nin: int | None = None, broadcasts
 def defvjp_argnum(fun: Any, rule: Callable, *, dtype_rule: str = "promote",
                   reads: dict[str, str] | None = None) -> Primitive:
     """One rule for all inputs of a variadic primitive: ``rule(argnum, g, ans, *xs, **params)``."""
-    prim = _as_primitive(fun, None, False, dtype_rule)
+    prim = _as_primitive(fun, None, None, dtype_rule)
     prim.argnum_vjp = rule
     prim.reads = [reads if reads is not None else _rule_reads(rule)]
     prim._finish()

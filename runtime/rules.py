@@ -29,7 +29,7 @@ LN2, LN10 = math.log(2.0), math.log(10.0)
 @helper
 def numel(shape: tuple[int, ...]) -> int:
     """Number of elements of an array of ``shape`` (a Python int)."""
-    return math.prod(shape)
+    return int(np.prod(shape, dtype=np.int64))
 
 
 def along(axis: int, key: object) -> tuple:
@@ -139,6 +139,22 @@ def getitem(x, *, index):
 
 
 defvjp(getitem, lambda g, ans, x, index: unindex(g, index=index, shape=x.shape))
+
+
+@primitive(dtype_rule="same")
+def stop_gradient(x):
+    """``x`` itself, through which no gradient flows (``srcgrad.stop_gradient``)."""
+    return x
+
+
+@primitive(dtype_rule="keep")
+def item(x):
+    """The single element of ``x`` as a Python number (``x.item()``, ``float(x)``)."""
+    return x.item()
+
+
+defvjp(stop_gradient, None)
+defvjp(item, lambda g, ans, x: np.reshape(g, x.shape))
 
 # ---------------------------------------------------------------------------------------------
 # Unary elementwise.
@@ -262,13 +278,13 @@ def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
 
 
 def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    n = numel(x.shape) / numel(g.shape) - ddof
+    n = numel(x.shape) / numel(ans.shape) - ddof
     centred = x - np.mean(x, axis=axis, keepdims=True)
     return unreduce(g * (2 / n), shape=x.shape, axis=axis, keepdims=keepdims) * centred
 
 
 def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    n = numel(x.shape) / numel(g.shape) - ddof
+    n = numel(x.shape) / numel(ans.shape) - ddof
     centred = x - np.mean(x, axis=axis, keepdims=True)
     scale = np.where(ans == 0, 0, g / (ans * n))
     return unreduce(scale, shape=x.shape, axis=axis, keepdims=keepdims) * centred
@@ -289,7 +305,7 @@ defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims)
-       * (numel(g.shape) / numel(x.shape)), dtype_rule="float")
+       * (numel(ans.shape) / numel(x.shape)), dtype_rule="float")
 defvjp(np.prod, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims) * prod_others(x, axis=axis))
 defvjp(np.max, _extremum_vjp)
@@ -395,7 +411,7 @@ def _parse_einsum(subscripts, ndims):
 
 
 defvjp(np.matmul, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
-       lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape))
+       lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape), broadcasts=False)
 defvjp(np.dot, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
        lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape), nin=2)
 defvjp(np.tensordot, lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),

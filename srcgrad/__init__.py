@@ -6,6 +6,12 @@ lives in :mod:`srcgrad.runtime`; the compiler's front end lives here and its cod
 """
 
 from srcgrad import autograd, nn, optim  # noqa: E402
+from srcgrad.api import Transform, grad, show, value_and_grad, vjp  # noqa: E402
+from srcgrad.errors import CompileError, FallbackWarning  # noqa: E402
+from srcgrad.runtime.rules import stop_gradient  # noqa: E402
+from srcgrad import lowering_tables as _tables  # noqa: E402
+
+_tables.STOP_GRADIENT = stop_gradient
 from srcgrad.runtime import ops as _ops  # noqa: F401
 from srcgrad.runtime import rules as _rules  # noqa: F401
 from srcgrad.runtime.device import device

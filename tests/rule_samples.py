@@ -42,6 +42,7 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "untake_along": ([r(3, 2)], {"indices": _perm, "axis": 1, "shape": (3, 4)}),
     "overwrite": ([r(2, 3), r(3)], {}),
     "to_device": ([r(3)], {"device": "cpu", "source": "cpu"}),
+    "item": ([r(1, 1)], {}),
     # unary
     "negative": ([r(3, 2)], {}), "positive": ([r(3)], {}), "exp": ([r(3, 2)], {}),
     "exp2": ([r(4)], {}), "expm1": ([r(4)], {}), "log": ([pos(3, 2)], {}), "log2": ([pos(4)], {}),

@@ -1,0 +1,284 @@
+"""The reverse emitter: a function's primal statements, then its adjoint, as Python AST.
+
+For each active statement, in reverse order, the primitive's rules from the shared rule table
+are called on symbolic values and what they return is printed: eager and compiled gradients
+come from one definition.  Gradients of a value used more than once are summed; broadcasting
+is undone by the ``unbroadcast`` helper (a cheap run-time shape check) only after primitives
+that broadcast an array; the ``1.0`` seed is folded away and adjoints nobody reads are never
+computed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from srcgrad.codegen import support
+from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, numpy_path, to_expr
+from srcgrad.ir import Const, Function, Stmt, Var
+from srcgrad.lowering_tables import const_expr
+from srcgrad.runtime.primitives import NUMPY_BINDINGS, unbroadcast
+
+__all__ = ["Emitter", "COMMENT"]
+
+COMMENT = "__srcgrad_comment__"        # marker calls, printed as ``# ...`` lines
+
+_OPERATORS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult, "divide": ast.Div,
+              "matmul": ast.MatMult, "power": ast.Pow, "remainder": ast.Mod,
+              "floor_divide": ast.FloorDiv}
+_COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
+            "greater_equal": ast.GtE, "equal": ast.Eq, "not_equal": ast.NotEq}
+_NUMPY_OF = {}
+for _fun, (_prim, _) in NUMPY_BINDINGS.items():
+    _NUMPY_OF.setdefault(_prim, _fun)
+
+
+def comment(text: str) -> ast.stmt:
+    return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
+
+
+def _name(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def _assign(target: str | list[str], value: ast.expr) -> ast.stmt:
+    if isinstance(target, list):
+        tgt: ast.expr = ast.Tuple([ast.Name(t, ast.Store()) for t in target], ast.Store())
+    else:
+        tgt = ast.Name(target, ast.Store())
+    return ast.Assign([tgt], value, lineno=0)
+
+
+class Emitter:
+    """Emits the primal and adjoint of one lowered function."""
+
+    def __init__(self, fn: Function, active: set[str], fresh: Callable[[str], str],
+                 vjp_name: Callable[[Any], str], namespace: str = "np") -> None:
+        self.fn, self.active, self.fresh = fn, active, fresh
+        self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
+        self.tracer = Tracer(fresh, namespace)
+        self.namespace = namespace
+        self.adj: dict[str, Any] = {}       # var -> ast.Name of its adjoint, or 1.0
+        self.tuple_adj: dict[str, dict[int, Any]] = {}
+        self.backward_of: dict[str, str] = {}
+        self.callees: list[Any] = []
+
+    # ------------------------------------------------------------------------- primal
+    def primal(self) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        line = None
+        for st in self.fn.body:
+            if st.line != line:
+                line = st.line
+                out.append(comment(f"{_short(self.fn.filename)}:{st.line}  {st.text}"))
+            out.append(self.primal_stmt(st))
+        return out
+
+    def primal_stmt(self, st: Stmt) -> ast.stmt:
+        if st.kind == "effect":
+            return st.expr
+        if st.kind == "static":
+            return _assign(st.target, st.expr)
+        if st.kind == "pack":
+            return _assign(st.target, ast.Tuple([self.operand(a) for a in st.args], ast.Load()))
+        if st.kind == "unpack":
+            return _assign(st.target, ast.Subscript(self.operand(st.args[0]),
+                                                    ast.Constant(st.params["index"]),
+                                                    ast.Load()))
+        if st.kind == "call":
+            args = [self.operand(a) for a in st.args]
+            if st.target in self.active:
+                backward = self.fresh(f"{st.target}_backward")
+                self.backward_of[st.target] = backward
+                self.callees.append(st.fn)
+                return _assign([st.target, backward],
+                               ast.Call(_name(self.vjp_name(st.fn)), args, []))
+            return _assign(st.target, ast.Call(_name(st.fn.__name__), args, []))
+        return _assign(st.target, self.prim_expr(st))
+
+    def operand(self, a: Any) -> ast.expr:
+        return _name(a.name) if isinstance(a, Var) else const_expr(a)
+
+    def param(self, v: Any) -> ast.expr:
+        return _name(v.name) if isinstance(v, Var) else to_expr(v)
+
+    def prim_expr(self, st: Stmt) -> ast.expr:
+        prim, name = st.fn, st.fn.name
+        args = [self.operand(a) for a in st.args]
+        if name in _OPERATORS:
+            return ast.BinOp(args[0], _OPERATORS[name](), args[1])
+        if name in _COMPARE:
+            return ast.Compare(args[0], [_COMPARE[name]()], [args[1]])
+        if name == "pow_scalar":
+            return ast.BinOp(args[0], ast.Pow(), to_expr(st.params["p"]))
+        if name == "negative":
+            return ast.UnaryOp(ast.USub(), args[0])
+        if name == "getitem":
+            return ast.Subscript(args[0], _index(st.params["index"]), ast.Load())
+        if name == "cast":
+            return ast.Call(ast.Attribute(args[0], "astype", ast.Load()),
+                            [to_expr(st.params["dtype"])], [])
+        if name == "item":
+            return ast.Call(ast.Attribute(args[0], "item", ast.Load()), [], [])
+        kwargs = [ast.keyword(k, self.param(v)) for k, v in st.params.items()]
+        if name in ("concatenate", "stack"):
+            return ast.Call(numpy_path(getattr(np, name), self.namespace),
+                            [ast.List(args, ast.Load())], kwargs)
+        if name == "einsum":
+            return ast.Call(numpy_path(np.einsum, self.namespace),
+                            [ast.Constant(st.params["subscripts"]), *args], [])
+        numpy_fun = _NUMPY_OF.get(prim)
+        if numpy_fun is not None:
+            return ast.Call(numpy_path(numpy_fun, self.namespace), args, kwargs)
+        return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
+
+    # ------------------------------------------------------------------------ adjoint
+    def adjoint(self, seed: Any) -> list[ast.stmt]:
+        """The adjoint statements, the result's adjoint being ``seed`` (1.0 or a name)."""
+        result = self.fn.result
+        out: list[ast.stmt] = []
+        if not isinstance(result, Var) or result.name not in self.active:
+            return out
+        self.adj[result.name] = seed
+        line = None
+        for st in reversed(self.fn.body):
+            if st.target is None or st.target not in self.active:
+                continue
+            if st.target not in self.adj and st.target not in self.tuple_adj:
+                continue
+            if st.line != line:
+                line = st.line
+                out.append(comment(f"adjoint of {_short(self.fn.filename)}:{st.line}  "
+                                   f"{st.text}"))
+            out.extend(self.adjoint_stmt(st))
+        return out
+
+    def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
+        emitted: list[ast.stmt] = []
+        g = self.adj.get(st.target)
+        if st.kind == "unpack":
+            self.tuple_adj.setdefault(st.args[0].name, {})[st.params["index"]] = g
+            return emitted
+        if st.kind == "pack":
+            for i, a in enumerate(st.args):
+                if self._wants(a):
+                    part = g[i] if isinstance(g, tuple) else ast.Subscript(
+                        g, ast.Constant(i), ast.Load())
+                    if part is not None:
+                        emitted += self.accumulate(a.name, part)
+            return emitted
+        if st.kind == "call":
+            return self.adjoint_call(st, g)
+        if st.kind != "prim":
+            return emitted
+        gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
+        ans = self.tracer.sym(st.target)
+        xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
+              for a in st.args]
+        params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else v
+                  for k, v in st.params.items()}
+        for i, a in enumerate(st.args):
+            rule = st.fn.vjp(i)
+            if rule is None or not self._wants(a):
+                continue
+            try:
+                contrib = rule(gsym, ans, *xs, **params)
+            except SymbolicError as exc:
+                raise SymbolicError(f"{exc} (the rule of {st.fn.name}, line {st.line})") \
+                    from None
+            if st.fn.broadcasts and self._may_broadcast(st, i):
+                shape = ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], [])
+                contrib = self.tracer.call(self.tracer.use_helper("unbroadcast", unbroadcast),
+                                           (contrib, Sym(shape, self.tracer)), {})
+            emitted += self.accumulate(a.name, contrib)
+        return emitted
+
+    def adjoint_call(self, st: Stmt, g: Any) -> list[ast.stmt]:
+        if st.target in self.tuple_adj:
+            parts = self.tuple_adj[st.target]
+            n = max(parts) + 1
+            g = ast.Tuple([parts[i] if parts.get(i) is not None else ast.Constant(None)
+                           for i in range(n)], ast.Load())
+        names = []
+        wanted = []
+        for a in st.args:
+            if self._wants(a):
+                name = self.fresh(f"d_{a.name}_part")
+                names.append(name)
+                wanted.append((a, name))
+            else:
+                names.append("_")
+        call = ast.Call(_name(self.backward_of[st.target]), [g], [])
+        emitted: list[ast.stmt] = [_assign(names if len(names) != 1 else names[0], call)
+                                   if len(names) != 1 else _assign(names[0], ast.Subscript(
+                                       call, ast.Constant(0), ast.Load()))]
+        for a, name in wanted:
+            emitted += self.accumulate(a.name, _name(name))
+        return emitted
+
+    def accumulate(self, var: str, contrib: Any) -> list[ast.stmt]:
+        """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one."""
+        stmts = self.tracer.stmts
+        self.tracer.stmts = []
+        value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
+        old = self.adj.get(var)
+        if old is None:
+            name = self.fresh(f"d_{var}")
+            stmts.append(_assign(name, value))
+        else:
+            name = old.id
+            stmts.append(_assign(name, ast.BinOp(_name(name), ast.Add(), value)))
+        self.adj[var] = _name(name)
+        return stmts
+
+    def _wants(self, a: Any) -> bool:
+        return isinstance(a, Var) and a.name in self.active
+
+    def _const(self, c: Const) -> Any:
+        value = c.value
+        if isinstance(value, (int, float, bool)) or value is None:
+            return value
+        return Sym(const_expr(c), self.tracer)
+
+    def _may_broadcast(self, st: Stmt, i: int) -> bool:
+        """False when every other input is a Python number (which cannot broadcast x)."""
+        others = [a for j, a in enumerate(st.args) if j != i]
+        return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
+                       for a in others)
+
+    def seed_name(self) -> str:
+        return self.fresh(f"d_{self.fn.result.name}" if isinstance(self.fn.result, Var)
+                          else "d_out")
+
+    def gradient_of(self, param: str) -> ast.expr:
+        """The finished gradient of a parameter, in the form of the input."""
+        helper = self.tracer.use_helper
+        d = self.adj.get(param)
+        if d is None:
+            return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
+        value = ast.Constant(d) if isinstance(d, float) else d
+        return ast.Call(helper("match_input", support.match_input), [value, _name(param)], [])
+
+
+def _index(index: Any) -> ast.expr:
+    """An index for printing inside ``x[...]``: ``slice(a, b)`` written as ``a:b``."""
+    if isinstance(index, Var):
+        return _name(index.name)
+    if isinstance(index, tuple):
+        return ast.Tuple([_index(i) for i in index], ast.Load())
+    if isinstance(index, slice):
+        return ast.Slice(*(None if p is None else to_expr(p)
+                           for p in (index.start, index.stop, index.step)))
+    return to_expr(index)
+
+
+def _short(filename: str) -> str:
+    import os
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return rel if not rel.startswith("..") else os.path.basename(filename)

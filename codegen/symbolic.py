@@ -1,0 +1,266 @@
+"""Symbolic values: the rule table's rules, called on these, print themselves as source.
+
+A :class:`Sym` stands for a value of the generated code (a name or an expression).  NumPy calls
+(``__array_ufunc__``, ``__array_function__``), operators, primitives and rule helpers on it
+return new Syms; every operation is bound to a temporary by the :class:`Tracer`, and a later
+pass inlines the temporaries used once.  A rule that does Python logic on a symbolic value
+(``if x.ndim == 1``) raises :class:`SymbolicError`: such logic belongs in a named helper.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from srcgrad.lowering_tables import value_expr
+
+__all__ = ["Sym", "Tracer", "SymbolicError", "to_expr", "helper_sources", "numpy_path"]
+
+
+class SymbolicError(TypeError):
+    """A rule asked for a concrete value (a bool, an int, a length) of a symbolic one."""
+
+
+_BINOPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div,
+           "matmul": ast.MatMult, "pow": ast.Pow, "mod": ast.Mod, "floordiv": ast.FloorDiv,
+           "and": ast.BitAnd, "or": ast.BitOr, "xor": ast.BitXor}
+_CMPOPS = {"lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE, "eq": ast.Eq,
+           "ne": ast.NotEq}
+
+
+def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
+    """``np.linalg.solve`` for ``numpy.linalg.solve`` (the namespace swapped for CuPy)."""
+    module = getattr(func, "__module__", None) or "numpy"
+    parts = [namespace] + [p for p in module.split(".")[1:] if p not in ("_core", "core",
+                                                                       "fromnumeric", "numeric",
+                                                                       "_linalg", "multiarray")]
+    node: ast.expr = ast.Name(parts[0], ast.Load())
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return ast.Attribute(node, func.__name__, ast.Load())
+
+
+def to_expr(value: Any) -> ast.expr:
+    """Any value a rule passes along (Syms, numbers, tuples, slices) as an expression."""
+    if isinstance(value, Sym):
+        return value.node
+    if isinstance(value, tuple):
+        return ast.Tuple([to_expr(v) for v in value], ast.Load())
+    if isinstance(value, list):
+        return ast.List([to_expr(v) for v in value], ast.Load())
+    if isinstance(value, slice):
+        return ast.Call(ast.Name("slice", ast.Load()),
+                        [to_expr(value.start), to_expr(value.stop), to_expr(value.step)], [])
+    return value_expr(value)
+
+
+def _same(default: Any, value: Any) -> bool:
+    if isinstance(value, Sym) or default is inspect.Parameter.empty:
+        return False
+    try:
+        return type(default) is type(value) and bool(default == value)
+    except Exception:  # noqa: BLE001 - arrays and the like are never defaults
+        return False
+
+
+def _defaults(fn: Any) -> dict:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    out = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    if getattr(fn, "__module__", "").startswith("numpy"):
+        out.setdefault("axis", None)
+        out.setdefault("keepdims", False)
+    return out
+
+
+def _is_number(value: Any, target: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == target
+
+
+class Tracer:
+    """Collects the statements a rule's symbolic evaluation produces, and the helpers used."""
+
+    def __init__(self, fresh: Any, namespace: str = "np") -> None:
+        self.fresh = fresh
+        self.namespace = namespace
+        self.stmts: list[ast.stmt] = []
+        self.temps: set[str] = set()
+        self.helpers: dict[str, Any] = {}
+
+    def bind(self, expr: ast.expr) -> Sym:
+        name = self.fresh("t")
+        self.temps.add(name)
+        self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], expr, lineno=0))
+        return Sym(ast.Name(name, ast.Load()), self)
+
+    def sym(self, name: str) -> Sym:
+        return Sym(ast.Name(name, ast.Load()), self)
+
+    def call(self, func: ast.expr, args: tuple, kwargs: dict, defaults: dict | None = None
+             ) -> Sym:
+        """``func(*args, **kwargs)``, leaving out keywords equal to their defaults."""
+        defaults = defaults or {}
+        keywords = [ast.keyword(k, to_expr(v)) for k, v in kwargs.items()
+                    if not (k in defaults and _same(defaults[k], v))]
+        return self.bind(ast.Call(func, [to_expr(a) for a in args], keywords))
+
+    def use_helper(self, name: str, fn: Any) -> ast.expr:
+        self.helpers.setdefault(name, fn)
+        return ast.Name(name, ast.Load())
+
+
+class Sym:
+    """A symbolic value of the generated code."""
+
+    __slots__ = ("node", "tracer")
+    __array_priority__ = 2000
+
+    def __init__(self, node: ast.expr, tracer: Tracer) -> None:
+        self.node = node
+        self.tracer = tracer
+
+    def __repr__(self) -> str:
+        return f"Sym({ast.unparse(self.node)})"
+
+    # -- operators, with the folding that keeps seeds of 1.0 out of the generated code
+    def _binop(self, op: str, other: Any, reflected: bool = False) -> Any:
+        if op == "mul":
+            if _is_number(other, 1):
+                return self
+        elif op == "pow" and not reflected and _is_number(other, 1):
+            return self
+        elif op in ("add", "sub") and _is_number(other, 0):
+            return self if op == "add" or not reflected else -self
+        elif op == "truediv" and _is_number(other, 1) and not reflected:
+            return self
+        left, right = (to_expr(other), self.node) if reflected else (self.node, to_expr(other))
+        return self.tracer.bind(ast.BinOp(left, _BINOPS[op](), right))
+
+    def _cmp(self, op: str, other: Any) -> Sym:
+        return self.tracer.bind(ast.Compare(self.node, [_CMPOPS[op]()], [to_expr(other)]))
+
+    def __neg__(self) -> Sym:
+        return self.tracer.bind(ast.UnaryOp(ast.USub(), self.node))
+
+    def __pos__(self) -> Sym:
+        return self
+
+    def __invert__(self) -> Sym:
+        return self.tracer.bind(ast.UnaryOp(ast.Invert(), self.node))
+
+    def __getitem__(self, index: Any) -> Sym:
+        return Sym(ast.Subscript(self.node, _subscript(index), ast.Load()), self.tracer)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- attributes a rule may read
+    @property
+    def shape(self) -> Sym:
+        return Sym(ast.Attribute(self.node, "shape", ast.Load()), self.tracer)
+
+    @property
+    def ndim(self) -> Sym:
+        return Sym(ast.Attribute(self.node, "ndim", ast.Load()), self.tracer)
+
+    @property
+    def dtype(self) -> Sym:
+        return Sym(ast.Attribute(self.node, "dtype", ast.Load()), self.tracer)
+
+    @property
+    def T(self) -> Sym:
+        return self.tracer.bind(ast.Attribute(self.node, "T", ast.Load()))
+
+    # -- what a symbolic value cannot give
+    def _concrete(self, *_: Any) -> Any:
+        raise SymbolicError(f"a rule needs the concrete value of {ast.unparse(self.node)}; "
+                            "put that logic in a srcgrad helper")
+
+    __bool__ = __int__ = __index__ = __float__ = __len__ = __iter__ = _concrete
+
+    # -- NumPy and srcgrad dispatch
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Sym:
+        if method != "__call__":
+            raise SymbolicError(f"np.{ufunc.__name__}.{method} in a rule")
+        tracer = next(i.tracer for i in inputs if isinstance(i, Sym))
+        return tracer.call(numpy_path(ufunc, tracer.namespace), inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Sym:
+        return self.tracer.call(numpy_path(func, self.tracer.namespace), args, kwargs,
+                                _defaults(func))
+
+    @staticmethod
+    def __srcgrad_primitive__(prim: Any, args: tuple, params: dict) -> Sym:
+        tracer = _tracer_of(args, params)
+        name = prim.fn.__name__
+        return tracer.call(tracer.use_helper(name, prim.fn), args, params, _defaults(prim.fn))
+
+    @staticmethod
+    def __srcgrad_helper__(wrapper: Any, args: tuple, kwargs: dict) -> Sym:
+        tracer = _tracer_of(args, kwargs)
+        return tracer.call(tracer.use_helper(wrapper.__name__, wrapper.helper_source), args,
+                           kwargs, _defaults(wrapper.helper_source))
+
+
+for _op in _BINOPS:
+    setattr(Sym, f"__{_op}__", lambda self, other, _o=_op: self._binop(_o, other))
+    setattr(Sym, f"__r{_op}__", lambda self, other, _o=_op: self._binop(_o, other, True))
+for _op in _CMPOPS:
+    setattr(Sym, f"__{_op}__", lambda self, other, _o=_op: self._cmp(_o, other))
+
+
+def _tracer_of(args: tuple, params: dict) -> Tracer:
+    for a in list(args) + list(params.values()):
+        if isinstance(a, Sym):
+            return a.tracer
+    raise AssertionError("no symbolic argument")
+
+
+def _subscript(index: Any) -> ast.expr:
+    if isinstance(index, tuple):
+        return ast.Tuple([_subscript(i) for i in index], ast.Load())
+    if isinstance(index, slice):
+        return ast.Slice(*(None if p is None else to_expr(p)
+                           for p in (index.start, index.stop, index.step)))
+    return to_expr(index)
+
+
+# ---------------------------------------------------------------------------------------------
+# The source of the helpers a generated module uses.
+
+def _definition(fn: Any, name: str) -> str:
+    source = textwrap.dedent(inspect.getsource(fn))
+    tree = ast.parse(source)
+    node = tree.body[0]
+    node.decorator_list = []
+    node.name = name
+    node.returns = None
+    for arg in node.args.args + node.args.kwonlyargs:
+        arg.annotation = None
+    return ast.unparse(node)
+
+
+def helper_sources(helpers: dict[str, Any]) -> list[str]:
+    """Definitions of ``helpers`` and of the runtime functions they call, in a stable order."""
+    done: dict[str, str] = {}
+    todo = sorted(helpers.items())
+    while todo:
+        name, fn = todo.pop(0)
+        if name in done:
+            continue
+        done[name] = _definition(fn, name)
+        module_globals = getattr(fn, "__globals__", {})
+        for node in ast.walk(ast.parse(done[name])):
+            if isinstance(node, ast.Name) and node.id not in done:
+                dep = module_globals.get(node.id)
+                src = getattr(dep, "helper_source", None) or (getattr(dep, "fn", None)
+                                                              if hasattr(dep, "vjps") else dep)
+                if callable(src) and getattr(src, "__module__", "").startswith("srcgrad."):
+                    todo.append((node.id, src))
+    return [done[k] for k in sorted(done)]

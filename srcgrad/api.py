@@ -1,0 +1,115 @@
+"""The transforms users call: ``grad``, ``value_and_grad``, ``vjp``, ``show``.
+
+A transform compiles when it is created (ahead of time): ``.source`` and ``.graph`` can be read
+at once.  When the compiler cannot handle the function it falls back to the eager engine with
+one ``FallbackWarning`` naming the reason (``strict=True`` raises the ``CompileError``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from srcgrad.errors import CompileError, FallbackWarning
+
+__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform"]
+
+
+class Transform:
+    """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
+
+    def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *, backend: str = "numpy",
+                 strict: bool = False) -> None:
+        functools.update_wrapper(self, fun)
+        self.__wrapped__ = fun
+        self.kind, self.backend, self.strict = kind, backend, strict
+        self._signature = inspect.signature(fun)
+        names = list(self._signature.parameters)
+        self._single = not isinstance(wrt, (tuple, list))
+        self.wrt = tuple(_position(w, names, fun) for w in ((wrt,) if self._single else wrt))
+        self.source: str | None = None
+        self.graph = None
+        self.fallback_reason: str | None = None
+        self._fn: Callable | None = None
+        try:
+            from srcgrad.compiler import build
+            built = build(fun, kind, self.wrt, self._single, backend)
+        except CompileError as exc:
+            if strict:
+                raise
+            self.fallback_reason = str(exc)
+            warnings.warn(f"srcgrad falls back to the eager engine for {fun.__qualname__}: "
+                          f"{exc}", FallbackWarning, stacklevel=3)
+        else:
+            self.source, self.graph = built.source, built.graph
+            self._fn = built.functions[built.name]
+
+    def __repr__(self) -> str:
+        how = "compiled" if self._fn is not None else "eager fallback"
+        return f"<srcgrad.{self.kind} of {self.__wrapped__.__qualname__} ({how})>"
+
+    def _bind(self, args: tuple, kwargs: dict) -> list:
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values = self._bind(args, kwargs)
+        if self._fn is not None:
+            return self._fn(*values)
+        from srcgrad.fallback import eager_transform
+        return eager_transform(self.__wrapped__, self.kind, values, self.wrt, self._single)
+
+
+def _position(w: Any, names: list[str], fun: Callable) -> int:
+    if isinstance(w, int):
+        if not 0 <= w < len(names):
+            raise ValueError(f"wrt={w} is out of range for {fun.__qualname__}, which takes "
+                             f"{len(names)} arguments")
+        return w
+    if w not in names:
+        raise ValueError(f"{fun.__qualname__} has no argument named {w!r}")
+    return names.index(w)
+
+
+def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
+         strict: bool = False) -> Any:
+    """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
+    if fun is None:
+        return lambda f: Transform(f, "grad", wrt, backend=backend, strict=strict)
+    return Transform(fun, "grad", wrt, backend=backend, strict=strict)
+
+
+def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
+                   strict: bool = False) -> Any:
+    """Like ``grad``, returning ``(value, gradient)``."""
+    if fun is None:
+        return lambda f: Transform(f, "value_and_grad", wrt, backend=backend, strict=strict)
+    return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
+
+
+_VJP_CACHE: dict = {}
+
+
+def vjp(fun: Callable, *args: Any, backend: str = "numpy", strict: bool = False) -> tuple:
+    """``(fun(*args), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per argument."""
+    key = (fun, backend, strict)
+    transform = _VJP_CACHE.get(key)
+    if transform is None:
+        n = len(inspect.signature(fun).parameters)
+        transform = _VJP_CACHE[key] = Transform(fun, "vjp", tuple(range(n)), backend=backend,
+                                                strict=strict)
+    return transform(*args)
+
+
+def show(fn: Any) -> None:
+    """Print a transformed function's generated source (or why it fell back)."""
+    source = getattr(fn, "source", None)
+    if source is None:
+        print(f"# {getattr(fn, '__qualname__', fn)} runs on the eager engine: "
+              f"{getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")
+    else:
+        print(source)

@@ -1,0 +1,158 @@
+"""The pipeline, one stage per module: parse → lower → graph → emit → module.
+
+``build`` turns a Python function into the source and the loaded functions of one transform
+(``grad``, ``value_and_grad`` or ``vjp``); callees are transformed into vjp functions of the
+same module, each once.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from srcgrad.codegen.module import load, render
+from srcgrad.codegen.reverse import Emitter, _name
+from srcgrad.codegen.symbolic import SymbolicError
+from srcgrad.errors import CompileError, Location
+from srcgrad.frontend import Env, parse_function
+from srcgrad.graph import active_names, build_graph
+from srcgrad.ir import Function
+from srcgrad.lower import lower
+from srcgrad.runtime import rules as _rules
+from srcgrad.runtime.primitives import PRIMITIVES
+
+__all__ = ["Built", "build", "lower_function", "RESERVED"]
+
+RESERVED = ({"np", "cp", "math", "slice", "float", "int", "len", "range", "print", "_"}
+            | {p.fn.__name__ for p in PRIMITIVES.values()}
+            | {name for name in dir(_rules) if not name.startswith("__")}
+            | {"match_input", "zero_gradient", "check_scalar"})
+
+
+@dataclass
+class Built:
+    source: str
+    graph: nx.DiGraph
+    functions: dict[str, Any]
+    name: str
+    ir: Function
+
+
+def lower_function(fun: Any) -> Function:
+    """Parse and lower ``fun`` (raises CompileError for what the compiler cannot)."""
+    src = parse_function(fun)
+    return lower(src, Env(fun), set(RESERVED))
+
+
+def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy"
+          ) -> Built:
+    ir = lower_function(fun)
+    wrt_names = [ir.params[i] for i in wrt]
+    graph = build_graph(ir, wrt_names)
+    namespace = "np" if backend == "numpy" else "cp"
+    module = _ModuleBuilder(ir, namespace)
+    try:
+        main = module.transform(ir, graph, kind, wrt_names, single)
+    except SymbolicError as exc:
+        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
+            from None
+    title = (f"{kind} of {ir.name} ({_where(ir)}) with respect to "
+             f"{', '.join(wrt_names)}")
+    text = render(module.functions, module.helpers, module.temps, title, module.free, backend)
+    functions = load(text, f"{kind} {ir.name}", module.free, backend)
+    return Built(text, graph, functions, main, ir)
+
+
+def _where(ir: Function) -> str:
+    from srcgrad.codegen.reverse import _short
+    return f"{_short(ir.filename)}:{ir.firstline}"
+
+
+class _ModuleBuilder:
+    """Collects the functions, helpers and free names of one generated module."""
+
+    def __init__(self, ir: Function, namespace: str) -> None:
+        self.namespace = namespace
+        self.functions: list[ast.FunctionDef] = []
+        self.helpers: dict[str, Any] = {}
+        self.temps: set[str] = set()
+        self.free: dict[str, Any] = dict(ir.free)
+        self.vjp_names: dict[Any, str] = {}
+        self.in_progress: list[Any] = []
+        self.taken = set(ir.used)
+
+    def fresh_global(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def vjp_name(self, callee: Any) -> str:
+        """The name of ``callee``'s vjp function, emitting it the first time."""
+        if callee in self.vjp_names:
+            return self.vjp_names[callee]
+        if callee in self.in_progress:
+            raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
+                               "yet)")
+        base = callee.__name__ if callee.__name__ != "<lambda>" else "lambda"
+        name = self.vjp_names[callee] = self.fresh_global(f"{base}_vjp")
+        self.in_progress.append(callee)
+        ir = lower_function(callee)
+        self.taken |= ir.used
+        graph = build_graph(ir, list(ir.params))
+        self.free.update(ir.free)
+        self.transform(ir, graph, "vjp", list(ir.params), False, name=name)
+        self.in_progress.pop()
+        return name
+
+    def transform(self, ir: Function, graph: nx.DiGraph, kind: str, wrt: list[str],
+                  single: bool, name: str | None = None) -> str:
+        em = Emitter(ir, active_names(graph), ir.fresh, self.vjp_name, self.namespace)
+        body = em.primal()
+        result = em.operand(ir.result)
+        if kind == "vjp":
+            seed = ir.fresh(f"d_{ir.result.name}" if hasattr(ir.result, "name") else "d_out")
+            back = em.adjoint(_name(seed))
+            grads = ast.Tuple([em.gradient_of(p) for p in ir.params], ast.Load())
+            backward = ast.FunctionDef(
+                name=ir.fresh(f"{ir.name}_backward" if ir.name != "<lambda>" else "backward"),
+                args=_args([seed]), body=back + [ast.Return(grads)], decorator_list=[],
+                returns=None, type_params=[], lineno=0)
+            body += [backward, ast.Return(ast.Tuple([result, _name(backward.name)],
+                                                    ast.Load()))]
+        else:
+            check = ast.Expr(ast.Call(em.tracer.use_helper("check_scalar", check_scalar),
+                                      [result], []))
+            body.append(check)
+            body += em.adjoint(1.0)
+            grads = [em.gradient_of(p) for p in wrt]
+            value = grads[0] if single else ast.Tuple(grads, ast.Load())
+            if kind == "value_and_grad":
+                value = ast.Tuple([result, value], ast.Load())
+            body.append(ast.Return(value))
+        fname = name or self.fresh_global(f"{ir.name}_{kind}" if ir.name != "<lambda>"
+                                          else f"lambda_{kind}")
+        fn = ast.FunctionDef(name=fname, args=_args(ir.params), body=body, decorator_list=[],
+                             returns=None, type_params=[], lineno=0)
+        self.functions.append(fn)
+        self.helpers.update(em.tracer.helpers)
+        self.temps |= em.tracer.temps | ir.inline
+        return fname
+
+
+def _args(names: list[str]) -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def check_scalar(value):
+    """grad needs a scalar result; anything else is a vjp."""
+    if getattr(value, "shape", ()) != () and getattr(value, "size", 1) != 1:
+        raise ValueError(f"grad requires a scalar output, but the function returned shape "
+                         f"{value.shape}; use srcgrad.vjp for non-scalar outputs")
+

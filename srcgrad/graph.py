@@ -1,0 +1,87 @@
+"""The static dataflow graph of a lowered function (``.graph``), and its activity analysis.
+
+Nodes are the function's parameters and statements (attributes ``op``, ``line``, ``kind``,
+``active``, ``saved``); an edge carries a value from its definition to a use, marked
+``differentiable`` when a gradient can flow along it.  A value is *active* when it depends
+differentiably on a ``wrt`` parameter and the result depends differentiably on it: only
+active values get an adjoint.  A value is *saved* when an adjoint rule reads its data.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from srcgrad.errors import CompileError, Location
+from srcgrad.ir import Function, Var
+
+__all__ = ["build_graph", "active_names"]
+
+
+def _op(st) -> str:
+    if st.kind == "prim":
+        return st.fn.name
+    if st.kind == "call":
+        return f"call {getattr(st.fn, '__name__', '?')}"
+    return st.kind
+
+
+def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
+    """The def-use graph of ``fn`` with ``active`` and ``saved`` set for ``wrt``."""
+    g = nx.DiGraph(name=fn.name)
+    for p in fn.params:
+        g.add_node(p, op="param", line=fn.firstline, kind="param", active=False, saved=False)
+    for k, st in enumerate(fn.body):
+        node = st.target or f"<{st.kind} {k}>"
+        g.add_node(node, op=_op(st), line=st.line, kind=st.kind, active=False, saved=False)
+        for i, a in enumerate(st.args):
+            if isinstance(a, Var):
+                diff = st.kind in ("call", "pack", "unpack") or (
+                    st.kind == "prim" and st.fn.vjp(i) is not None)
+                g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)
+        for u in st.uses:
+            if not g.has_edge(u, node):
+                g.add_edge(u, node, role="param", differentiable=False)
+    diff_graph = nx.subgraph_view(g, filter_edge=lambda u, v: g.edges[u, v]["differentiable"])
+    varied = set(wrt)
+    for p in wrt:
+        varied |= nx.descendants(diff_graph, p)
+    result = fn.result.name if isinstance(fn.result, Var) else None
+    useful = (nx.ancestors(diff_graph, result) | {result}) if result in g else set()
+    for name in varied & useful:
+        g.nodes[name]["active"] = True
+    _check_params(fn, g)
+    _mark_saved(fn, g)
+    return g
+
+
+def active_names(g: nx.DiGraph) -> set[str]:
+    return {n for n, active in g.nodes(data="active") if active}
+
+
+def _check_params(fn: Function, g: nx.DiGraph) -> None:
+    """A gradient must never be dropped silently: no active value as a static parameter."""
+    for st in fn.body:
+        if st.kind != "prim":
+            continue
+        for u in st.uses:
+            if g.nodes[u]["active"] and st.target and g.nodes[st.target]["active"]:
+                raise CompileError(
+                    f"the gradient through the parameter {u!r} of {st.fn.name} is not "
+                    "supported (it is used as a shape, index or bound)",
+                    Location(fn.filename, st.line, 0, 0, st.text, fn.name))
+
+
+def _mark_saved(fn: Function, g: nx.DiGraph) -> None:
+    for st in fn.body:
+        if st.kind != "prim" or not g.nodes[st.target]["active"]:
+            continue
+        needs = tuple(isinstance(a, Var) and g.nodes[a.name]["active"] and
+                      st.fn.vjp(i) is not None for i, a in enumerate(st.args))
+        if not any(needs):
+            continue
+        ans_kind, kinds = st.fn.saves(needs)
+        if ans_kind == "data":
+            g.nodes[st.target]["saved"] = True
+        for a, kind in zip(st.args, kinds):
+            if kind == "data" and isinstance(a, Var):
+                g.nodes[a.name]["saved"] = True

@@ -1,0 +1,85 @@
+"""The compiler's core IR: a function as a list of single-operation assignments (ANF, SSA).
+
+Every statement assigns one new name.  Its operands are :class:`Var` (an earlier name) or
+:class:`Const` (a value known when compiling).  Kinds:
+
+``prim``    ``target = prim(*args, **params)``: a primitive of the rule table (differentiable
+            through the inputs ``args``; ``params`` are static: shapes, axes, indices);
+``static``  ``target = <Python expression>``: shapes, counts, flags, constructors such as
+            ``np.zeros(n)``, random draws (never differentiated, ``expr`` printed verbatim);
+``call``    ``target = callee(*args)``: another user function, transformed in its turn;
+``pack``    ``target = (a, b, ...)``; ``unpack`` ``target = source[index]`` of a pack/call;
+``effect``  a statement kept for its effect in the forward pass (``print``, ``assert``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Var", "Const", "Stmt", "Function", "Operand"]
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class Const:
+    value: Any
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+Operand = Var | Const
+
+
+@dataclass(eq=False)
+class Stmt:
+    target: str | None
+    kind: str
+    fn: Any = None                       # Primitive, callee Function, or None
+    args: list[Operand] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)   # name -> Python value or ast.expr
+    expr: ast.expr | ast.stmt | None = None                # static / effect: the code itself
+    uses: tuple[str, ...] = ()           # names a static expr or dynamic params read
+    line: int = 0
+    text: str = ""                       # the user's source text, for comments
+
+    def reads(self) -> list[str]:
+        """Every SSA name this statement reads (inputs, dynamic params, static uses)."""
+        names = [a.name for a in self.args if isinstance(a, Var)]
+        return names + [u for u in self.uses if u not in names]
+
+
+@dataclass(eq=False)
+class Function:
+    """One user function lowered: parameters, body, and what it returns."""
+
+    name: str
+    params: list[str]                    # SSA names of the parameters, in order
+    body: list[Stmt]
+    result: Operand                      # the returned value (a Var of a pack for tuples)
+    filename: str = "<unknown>"
+    firstline: int = 0
+    defaults: dict[str, Any] = field(default_factory=dict)
+    source_names: dict[str, str] = field(default_factory=dict)   # SSA name -> user's name
+    used: set[str] = field(default_factory=set)          # every name taken (for fresh names)
+    free: dict[str, object] = field(default_factory=dict)  # user globals the code reads
+    inline: set[str] = field(default_factory=set)        # temporaries a pass may inline
+
+    def fresh(self, base: str) -> str:
+        """A new name, not clashing with any name of the function or its generated code."""
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "t"
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
