@@ -1,23 +1,16 @@
 """srcgrad: source-transformation automatic differentiation for Python and NumPy.
 
-This package is the public API.  The eager runtime (``Tensor`` and PyTorch's autograd surface)
-lives in :mod:`srcgrad.runtime`; the compiler's front end lives here and its code generator in
-:mod:`srcgrad.codegen`.
+``srcgrad.grad`` and friends compile a NumPy function's gradient ahead of time into readable
+source (``srcgrad.api``); ``srcgrad.Tensor`` is PyTorch's eager autograd over NumPy
+(``srcgrad.runtime``).  Both use one table of derivative rules.
 """
 
-from srcgrad import autograd, nn, optim  # noqa: E402
-from srcgrad.api import Transform, grad, show, value_and_grad, vjp  # noqa: E402
-from srcgrad.errors import CompileError, FallbackWarning  # noqa: E402
-from srcgrad.runtime.rules import stop_gradient  # noqa: E402
-from srcgrad import lowering_tables as _tables  # noqa: E402
-
-_tables.STOP_GRADIENT = stop_gradient
-from srcgrad.runtime import ops as _ops  # noqa: F401
-from srcgrad.runtime import rules as _rules  # noqa: F401
+from srcgrad import autograd, nn, optim
+from srcgrad.api import Transform, grad, show, value_and_grad, vjp
+from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
 from srcgrad.runtime.device import device
-from srcgrad.runtime.dtypes import (
-    bool_ as bool,  # noqa: A001
-)
+from srcgrad.runtime.dtypes import bool_ as bool  # noqa: A004
 from srcgrad.runtime.dtypes import (
     dtype,
     float16,
@@ -65,7 +58,8 @@ from srcgrad.runtime.grad_mode import (
     set_grad_enabled,
 )
 from srcgrad.runtime.ops import cat, stack, where
-from srcgrad.runtime.primitives import defvjp
+from srcgrad.runtime.primitives import defvjp, primitive
+from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.tensor import Size, Tensor
 
 half, double, long, short = float16, float64, int64, int16

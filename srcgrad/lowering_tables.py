@@ -11,6 +11,7 @@ import numpy as np
 
 from srcgrad.ir import Const, Var
 from srcgrad.runtime.primitives import PRIMITIVES, Primitive
+from srcgrad.runtime.rules import stop_gradient
 
 BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
           ast.MatMult: np.matmul, ast.Pow: np.power, ast.Mod: np.remainder,
@@ -57,7 +58,7 @@ def lookup(name: str) -> Primitive:
     return PRIMITIVES[name]
 
 
-STOP_GRADIENT = None   # set by srcgrad.api (srcgrad.stop_gradient)
+STOP_GRADIENT = stop_gradient
 
 
 def constant(value: Any, expr: ast.expr) -> Const:
