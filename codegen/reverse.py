@@ -94,9 +94,9 @@ class Emitter:
                 backward = self.fresh(f"{st.target}_backward")
                 self.backward_of[st.target] = backward
                 self.callees.append(st.fn)
-                return _assign([st.target, backward],
-                               ast.Call(_name(self.vjp_name(st.fn)), args, []))
-            return _assign(st.target, ast.Call(_name(st.fn.__name__), args, []))
+                vjp = self.vjp_name(st.fn, st.params.get("label"))
+                return _assign([st.target, backward], ast.Call(_name(vjp), args, []))
+            return _assign(st.target, ast.Call(st.expr, args, []))
         return _assign(st.target, self.prim_expr(st))
 
     def operand(self, a: Any) -> ast.expr:
@@ -189,7 +189,7 @@ class Emitter:
             except SymbolicError as exc:
                 raise SymbolicError(f"{exc} (the rule of {st.fn.name}, line {st.line})") \
                     from None
-            if st.fn.broadcasts and self._may_broadcast(st, i):
+            if isinstance(contrib, Sym) and st.fn.broadcasts and self._may_broadcast(st, i):
                 shape = ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], [])
                 contrib = self.tracer.call(self.tracer.use_helper("unbroadcast", unbroadcast),
                                            (contrib, Sym(shape, self.tracer)), {})
@@ -204,27 +204,51 @@ class Emitter:
                            for i in range(n)], ast.Load())
         names = []
         wanted = []
+        direct = set()
+        counts = [a.name for a in st.args if isinstance(a, Var)]
         for a in st.args:
-            if self._wants(a):
+            if self._wants(a) and a.name not in self.adj and counts.count(a.name) == 1:
+                name = self.fresh(f"d_{a.name}")      # its first gradient: no sum needed
+                direct.add(a.name)
+            elif self._wants(a):
                 name = self.fresh(f"d_{a.name}_part")
-                names.append(name)
-                wanted.append((a, name))
+                self.tracer.temps.add(name)
             else:
                 names.append("_")
-        call = ast.Call(_name(self.backward_of[st.target]), [g], [])
-        emitted: list[ast.stmt] = [_assign(names if len(names) != 1 else names[0], call)
-                                   if len(names) != 1 else _assign(names[0], ast.Subscript(
-                                       call, ast.Constant(0), ast.Load()))]
+                continue
+            names.append(name)
+            wanted.append((a, name))
+        call: ast.expr = ast.Call(_name(self.backward_of[st.target]), [g], [])
+        if len(names) == 1:
+            call = ast.Subscript(call, ast.Constant(0), ast.Load())
+        emitted = [_assign(names if len(names) > 1 else names[0], call)]
         for a, name in wanted:
-            emitted += self.accumulate(a.name, _name(name))
+            if a.name in direct:
+                self.adj[a.name] = _name(name)
+            else:
+                emitted += self.accumulate(a.name, _name(name))
         return emitted
 
     def accumulate(self, var: str, contrib: Any) -> list[ast.stmt]:
-        """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one."""
+        """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one.
+
+        A constant adjoint (the folded ``1.0`` seed, ``-1.0`` …) is not assigned at all: it
+        is kept as a number, so that the rules downstream fold it too.
+        """
         stmts = self.tracer.stmts
         self.tracer.stmts = []
-        value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
         old = self.adj.get(var)
+        number = isinstance(contrib, (int, float)) and not isinstance(contrib, bool)
+        if number and (old is None or isinstance(old, float)):
+            self.adj[var] = float(contrib) + (old or 0.0)
+            return stmts
+        if isinstance(old, float):
+            contrib = contrib + old if isinstance(contrib, Sym) else ast.BinOp(
+                contrib, ast.Add(), ast.Constant(old))
+            stmts += self.tracer.stmts
+            self.tracer.stmts = []
+            old = None
+        value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
         if old is None:
             name = self.fresh(f"d_{var}")
             stmts.append(_assign(name, value))

@@ -61,6 +61,8 @@ def to_expr(value: Any) -> ast.expr:
 def _same(default: Any, value: Any) -> bool:
     if isinstance(value, Sym) or default is inspect.Parameter.empty:
         return False
+    if default is np._NoValue:
+        return value is None or value is False
     try:
         return type(default) is type(value) and bool(default == value)
     except Exception:  # noqa: BLE001 - arrays and the like are never defaults
@@ -72,11 +74,7 @@ def _defaults(fn: Any) -> dict:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return {}
-    out = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-    if getattr(fn, "__module__", "").startswith("numpy"):
-        out.setdefault("axis", None)
-        out.setdefault("keepdims", False)
-    return out
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
 
 def _is_number(value: Any, target: float) -> bool:
@@ -106,9 +104,17 @@ class Tracer:
              ) -> Sym:
         """``func(*args, **kwargs)``, leaving out keywords equal to their defaults."""
         defaults = defaults or {}
-        keywords = [ast.keyword(k, to_expr(v)) for k, v in kwargs.items()
-                    if not (k in defaults and _same(defaults[k], v))]
+        keywords = [ast.keyword(k, self.index_expr(v) if k == "index" else to_expr(v))
+                    for k, v in kwargs.items() if not (k in defaults and _same(defaults[k], v))]
         return self.bind(ast.Call(func, [to_expr(a) for a in args], keywords))
+
+    def index_expr(self, index: Any) -> ast.expr:
+        """An index value as ``np.s_[:, 1]`` when it holds slices, else as itself."""
+        parts = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(p, slice) or p is Ellipsis for p in parts):
+            return ast.Subscript(ast.Attribute(ast.Name(self.namespace, ast.Load()), "s_",
+                                               ast.Load()), _subscript(index), ast.Load())
+        return to_expr(index)
 
     def use_helper(self, name: str, fn: Any) -> ast.expr:
         self.helpers.setdefault(name, fn)

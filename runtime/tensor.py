@@ -388,11 +388,11 @@ class Tensor(TensorBase):
 
 
 def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY,
-          dtype: np.dtype | None = None) -> Tensor:
+          dtype: np.dtype | None = None, numpy_semantics: bool = False) -> Tensor:
     """Run ``prim`` on the arrays of ``args`` and record it for backward when needed.
 
     ``name`` is the node name PyTorch gives the same call (``MulBackward0``); the result dtype
-    follows PyTorch's promotion (or ``dtype`` when given).
+    follows PyTorch's promotion (or ``dtype`` when given, or NumPy's with ``numpy_semantics``).
     """
     data = []
     flags = []              # which arguments are Tensors that require grad
@@ -414,7 +414,7 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     out = prim.fn(*data, **params)
     if type(out) is not np.ndarray:
         out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out
-    if dtype is None:
+    if dtype is None and not numpy_semantics:
         rule = prim.dtype_rule
         if rule == "promote" or rule == "float":
             if not mixed and first is not None and first.kind == "f":

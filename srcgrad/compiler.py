@@ -92,14 +92,14 @@ class _ModuleBuilder:
         self.taken.add(name)
         return name
 
-    def vjp_name(self, callee: Any) -> str:
+    def vjp_name(self, callee: Any, label: str | None = None) -> str:
         """The name of ``callee``'s vjp function, emitting it the first time."""
         if callee in self.vjp_names:
             return self.vjp_names[callee]
         if callee in self.in_progress:
             raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
                                "yet)")
-        base = callee.__name__ if callee.__name__ != "<lambda>" else "lambda"
+        base = label or (callee.__name__ if callee.__name__ != "<lambda>" else "lambda")
         name = self.vjp_names[callee] = self.fresh_global(f"{base}_vjp")
         self.in_progress.append(callee)
         ir = lower_function(callee)

@@ -301,7 +301,8 @@ class Lowerer:
         call_form = _call_form(node)
         if all(n.id == "slice" for n in ast.walk(call_form) if isinstance(n, ast.Name)):
             try:
-                return eval(compile(ast.Expression(call_form), "<index>", "eval"),
+                tree = ast.fix_missing_locations(ast.Expression(call_form))
+                return eval(compile(tree, "<index>", "eval"),
                             {"slice": slice, "__builtins__": {}})
             except Exception:  # noqa: BLE001 - not a literal after all
                 pass
@@ -422,8 +423,10 @@ class Lowerer:
             raise self.error(f"{callee.__name__}(): {exc}", node) from None
         bound.apply_defaults()
         ordered = [v if isinstance(v, (Var, Const)) else Const(v) for v in bound.arguments.values()]
-        name = self.fresh(f"{callee.__name__}_out" if callee.__name__ != "<lambda>" else "lam")
-        return self.emit(Stmt(name, "call", fn=callee, args=ordered))
+        label = node.func.id if isinstance(node.func, ast.Name) else callee.__name__
+        name = self.fresh(f"{label}_out")
+        return self.emit(Stmt(name, "call", fn=callee, args=ordered, expr=self.rename(
+            node.func)[0], params={"label": label}))
 
     # ------------------------------------------------------------------- primitives
     def prim(self, f: Any, inputs: list, params: dict, hint: str, node: ast.AST) -> Var:

@@ -1,0 +1,77 @@
+"""The fallback: a transform run on the eager engine, with the same results as compiled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from srcgrad import pytree
+from srcgrad.runtime import grad_mode
+from srcgrad.runtime.autograd import grad as autograd_grad
+from srcgrad.runtime.ndarray import Array, as_array_leaf
+from srcgrad.runtime.tensor import Tensor
+
+__all__ = ["eager_transform"]
+
+
+def _value(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x._data
+    if isinstance(x, (tuple, list)):
+        return type(x)(_value(v) for v in x)
+    return x
+
+
+def _result_gradient(g: Any, original: Any) -> Any:
+    if g is None:
+        return 0.0 if isinstance(original, float) else np.zeros_like(original)
+    data = g._data
+    if isinstance(original, float):
+        return float(data)
+    return data.astype(np.asarray(original).dtype, copy=False)
+
+
+def _wrap(values: list, positions: tuple) -> tuple[list, dict]:
+    """Replace the differentiable leaves of the ``positions`` arguments by Array leaves."""
+    args = list(values)
+    leaves: dict[int, tuple[list, Any, list]] = {}
+    for i in positions:
+        flat, structure = pytree.flatten(values[i])
+        wrapped = [as_array_leaf(v) if pytree.differentiable(v) else v for v in flat]
+        leaves[i] = (flat, structure, wrapped)
+        args[i] = pytree.unflatten(structure, wrapped)
+    return args, leaves
+
+
+def _gradients(out: Any, leaves: dict, seed: Any) -> dict:
+    inputs = [w for _, _, wrapped in leaves.values() for w in wrapped if isinstance(w, Array)]
+    found = autograd_grad(out, inputs, seed, retain_graph=True, allow_unused=True) \
+        if inputs and isinstance(out, Tensor) and out.requires_grad else [None] * len(inputs)
+    it = iter(found)
+    result = {}
+    for i, (flat, structure, wrapped) in leaves.items():
+        grads = [_result_gradient(next(it), v) if isinstance(w, Array) else None
+                 for v, w in zip(flat, wrapped)]
+        result[i] = pytree.unflatten(structure, grads)
+    return result
+
+
+def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool) -> Any:
+    """``grad``/``value_and_grad``/``vjp`` of ``fun`` computed by the eager engine."""
+    args, leaves = _wrap(values, wrt)
+    with grad_mode.enable_grad():
+        out = fun(*args)
+    if kind == "vjp":
+        def vjp_fn(cotangent: Any) -> tuple:
+            seed = Tensor._make(np.asarray(cotangent)) if isinstance(out, Tensor) else None
+            grads = _gradients(out, leaves, seed)
+            return tuple(grads[i] if pytree.differentiable(values[i]) or not pytree.is_leaf(
+                values[i]) else None for i in range(len(values)))
+        return _value(out), vjp_fn
+    if np.size(_value(out)) != 1:
+        raise ValueError(f"grad requires a scalar output, but the function returned shape "
+                         f"{np.shape(_value(out))}; use srcgrad.vjp for non-scalar outputs")
+    grads = _gradients(out, leaves, None)
+    result = grads[wrt[0]] if single else tuple(grads[i] for i in wrt)
+    return (_value(out), result) if kind == "value_and_grad" else result
