@@ -103,7 +103,9 @@ class Emitter:
         return _name(a.name) if isinstance(a, Var) else const_expr(a)
 
     def param(self, v: Any) -> ast.expr:
-        return _name(v.name) if isinstance(v, Var) else to_expr(v)
+        if isinstance(v, Var):
+            return _name(v.name)
+        return const_expr(v) if isinstance(v, Const) else to_expr(v)
 
     def prim_expr(self, st: Stmt) -> ast.expr:
         prim, name = st.fn, st.fn.name
@@ -117,7 +119,9 @@ class Emitter:
         if name == "negative":
             return ast.UnaryOp(ast.USub(), args[0])
         if name == "getitem":
-            return ast.Subscript(args[0], _index(st.params["index"]), ast.Load())
+            index = st.params["index"]
+            return ast.Subscript(args[0], const_expr(index) if isinstance(index, Const)
+                                 else _index(index), ast.Load())
         if name == "cast":
             return ast.Call(ast.Attribute(args[0], "astype", ast.Load()),
                             [to_expr(st.params["dtype"])], [])
@@ -178,8 +182,8 @@ class Emitter:
         ans = self.tracer.sym(st.target)
         xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
               for a in st.args]
-        params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else v
-                  for k, v in st.params.items()}
+        params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else
+                  self._const(v) if isinstance(v, Const) else v for k, v in st.params.items()}
         for i, a in enumerate(st.args):
             rule = st.fn.vjp(i)
             if rule is None or not self._wants(a):

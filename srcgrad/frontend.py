@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +37,12 @@ class Source:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
     def text(self, node: ast.AST) -> str:
-        """The user's own text of ``node`` (one line at most, for comments)."""
-        segment = ast.get_source_segment("".join(self.lines), node) if self.lines else None
-        return (segment or ast.unparse(node)).splitlines()[0] if segment or node else ""
+        """The user's own text of ``node`` (its first line, for comments)."""
+        try:
+            segment = ast.get_source_segment("".join(self.lines), node)
+        except IndexError:
+            segment = None
+        return (segment or ast.unparse(node)).splitlines()[0]
 
 
 def parse_function(fn: Any) -> Source:
@@ -47,8 +51,6 @@ def parse_function(fn: Any) -> Source:
     try:
         lines, start = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-        file_lines = inspect.getsourcelines(inspect.getmodule(fn) or fn)[0] \
-            if inspect.getmodule(fn) is not None else lines
     except (OSError, TypeError) as exc:
         raise CompileError(f"the source of {name} cannot be read ({exc}); functions defined "
                            "by exec or in a bare interactive prompt cannot be compiled") from None
@@ -57,6 +59,7 @@ def parse_function(fn: Any) -> Source:
     first = lines[0]
     indent = len(first) - len(first.lstrip())
     text = textwrap.dedent("".join(lines))
+    file_lines = linecache.getlines(filename)
     if len(file_lines) < start + len(lines) - 1:
         file_lines = [""] * (start - 1) + lines
     try:

@@ -357,7 +357,9 @@ class Lowerer:
             if f in NUMPY_BINDINGS else None
         if prim is None:
             raise self.error(f"srcgrad has no derivative rule for {_qualname(f)}", node)
-        if isinstance(f, np.ufunc) or isinstance(f, Primitive):
+        if isinstance(f, Primitive):                # inputs, then keyword parameters
+            inputs, params = args, {k: self.param(v) for k, v in kwargs.items()}
+        elif isinstance(f, np.ufunc):
             if kwargs:
                 raise self.error(f"keyword arguments to {_qualname(f)} are not supported", node)
             inputs, params = args, {}
@@ -387,12 +389,13 @@ class Lowerer:
         return inputs, params
 
     def param(self, node: ast.expr) -> Any:
+        """A static parameter: a Python literal, a named constant (a Const), or a Var."""
         try:
             return ast.literal_eval(node)
         except (ValueError, SyntaxError):
             value = self.expr(node)
             if isinstance(value, Const):
-                return value.value
+                return value.value if _literal(value.value) else value
             if isinstance(value, Pack):
                 return self.static_expr(node)
             return value
@@ -433,6 +436,11 @@ class Lowerer:
         prim = f if isinstance(f, Primitive) else NUMPY_BINDINGS[f][0]
         inputs = [self.materialize(a, "t") for a in inputs]
         uses = tuple(v.name for v in params.values() if isinstance(v, Var))
+        for k, v in params.items():
+            if isinstance(v, Const) and getattr(v, "expr", None) is None and not _literal(
+                    v.value):
+                raise self.error(f"the parameter {k} of {prim.name} must be a literal or a "
+                                 "named value", node)
         target = self.fresh(hint)
         return self.emit(Stmt(target, "prim", fn=prim, args=inputs, params=params, uses=uses))
 
@@ -498,6 +506,14 @@ def _substitute(stmt: Stmt, old: str, new: str) -> None:
         for n in ast.walk(stmt.expr) if stmt.expr is not None else ():
             if isinstance(n, ast.Name) and n.id == old:
                 n.id = new
+
+
+def _literal(value: Any) -> bool:
+    try:
+        T.value_expr(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _as_const(value: Any) -> Any:
