@@ -88,6 +88,11 @@ class Emitter:
             return _assign(st.target, ast.Subscript(self.operand(st.args[0]),
                                                     ast.Constant(st.params["index"]),
                                                     ast.Load()))
+        if st.kind == "leaf":
+            value = self.operand(st.args[0])
+            for key in st.params["path"]:
+                value = ast.Subscript(value, ast.Constant(key), ast.Load())
+            return _assign(st.target, value)
         if st.kind == "call":
             args = [self.operand(a) for a in st.args]
             if st.target in self.active:
@@ -149,7 +154,7 @@ class Emitter:
         self.adj[result.name] = seed
         line = None
         for st in reversed(self.fn.body):
-            if st.target is None or st.target not in self.active:
+            if st.target is None or st.target not in self.active or st.kind == "leaf":
                 continue
             if st.target not in self.adj and st.target not in self.tuple_adj:
                 continue
@@ -282,13 +287,25 @@ class Emitter:
                           else "d_out")
 
     def gradient_of(self, param: str) -> ast.expr:
-        """The finished gradient of a parameter, in the form of the input."""
+        """The finished gradient of a parameter, in the form of the input (a pytree too)."""
+        tree = self.fn.trees.get(param)
+        if tree is not None:
+            return self._tree_gradient(tree)
         helper = self.tracer.use_helper
         d = self.adj.get(param)
         if d is None:
             return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
         value = ast.Constant(d) if isinstance(d, float) else d
         return ast.Call(helper("match_input", support.match_input), [value, _name(param)], [])
+
+
+    def _tree_gradient(self, tree: Any) -> ast.expr:
+        items = {k: self._tree_gradient(v) if not isinstance(v, Var) else self.gradient_of(v.name)
+                 for k, v in tree.children.items()}
+        if tree.kind == "dict":
+            return ast.Dict([ast.Constant(k) for k in items], list(items.values()))
+        node = ast.List(list(items.values()), ast.Load())
+        return node if tree.kind is list else ast.Tuple(node.elts, ast.Load())
 
 
 def _index(index: Any) -> ast.expr:

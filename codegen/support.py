@@ -9,6 +9,8 @@ def match_input(g, x):
     """The gradient ``g`` shaped as the input ``x``: its shape and float dtype, or a float."""
     if isinstance(x, float):
         return float(g)
+    if not (hasattr(x, "dtype") and x.dtype.kind in "fc"):
+        return None                          # ints, bools, data: no gradient
     if not hasattr(g, "shape") or g.shape != np.shape(x):
         g = np.broadcast_to(g, np.shape(x))
     if g.dtype != x.dtype:

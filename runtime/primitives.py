@@ -316,7 +316,7 @@ def is_differentiable_dtype(dtype: Any) -> bool:
 
 def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
-    if x.shape == tuple(shape):
+    if np.shape(x) == tuple(shape):
         return x
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)

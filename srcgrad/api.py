@@ -34,18 +34,41 @@ class Transform:
         self.graph = None
         self.fallback_reason: str | None = None
         self._fn: Callable | None = None
-        try:
-            from srcgrad.compiler import build
-            built = build(fun, kind, self.wrt, self._single, backend)
-        except CompileError as exc:
-            if strict:
-                raise
-            self.fallback_reason = str(exc)
-            warnings.warn(f"srcgrad falls back to the eager engine for {fun.__qualname__}: "
-                          f"{exc}", FallbackWarning, stacklevel=3)
-        else:
+        self._specialised: dict[str, Callable | None] = {}
+        built = self._build({}, stacklevel=4)
+        if built is not None:
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
+
+    def _build(self, trees: dict, stacklevel: int) -> Any:
+        from srcgrad.compiler import build
+        try:
+            return build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
+                         trees)
+        except CompileError as exc:
+            if self.strict:
+                raise
+            if self.fallback_reason is None:
+                self.fallback_reason = str(exc)
+                warnings.warn(f"srcgrad falls back to the eager engine for "
+                              f"{self.__wrapped__.__qualname__}: {exc}", FallbackWarning,
+                              stacklevel=stacklevel)
+            return None
+
+    def _compiled_for(self, values: list) -> Callable | None:
+        """The compiled function for these arguments: pytree arguments specialise it."""
+        from srcgrad import pytree
+        trees = {i: pytree.flatten(values[i])[1] for i in self.wrt
+                 if not pytree.is_leaf(values[i])}
+        if not trees:
+            return self._fn
+        key = repr(sorted(trees.items()))
+        if key not in self._specialised:
+            built = self._build(trees, stacklevel=5)
+            self._specialised[key] = built.functions[built.name] if built else None
+            if built is not None:
+                self.source, self.graph = built.source, built.graph
+        return self._specialised[key]
 
     def __repr__(self) -> str:
         how = "compiled" if self._fn is not None else "eager fallback"
@@ -58,8 +81,9 @@ class Transform:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values = self._bind(args, kwargs)
-        if self._fn is not None:
-            return self._fn(*values)
+        fn = self._compiled_for(values) if self.fallback_reason is None else None
+        if fn is not None:
+            return fn(*values)
         from srcgrad.fallback import eager_transform
         return eager_transform(self.__wrapped__, self.kind, values, self.wrt, self._single)
 

@@ -41,15 +41,16 @@ class Built:
     ir: Function
 
 
-def lower_function(fun: Any) -> Function:
+def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
     """Parse and lower ``fun`` (raises CompileError for what the compiler cannot)."""
     src = parse_function(fun)
-    return lower(src, Env(fun), set(RESERVED))
+    return lower(src, Env(fun), set(RESERVED), trees)
 
 
-def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy"
-          ) -> Built:
-    ir = lower_function(fun)
+def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
+          trees: dict[int, Any] | None = None) -> Built:
+    """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments."""
+    ir = lower_function(fun, trees)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)
     namespace = "np" if backend == "numpy" else "cp"

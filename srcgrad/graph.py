@@ -35,7 +35,7 @@ def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
         g.add_node(node, op=_op(st), line=st.line, kind=st.kind, active=False, saved=False)
         for i, a in enumerate(st.args):
             if isinstance(a, Var):
-                diff = st.kind in ("call", "pack", "unpack") or (
+                diff = st.kind in ("call", "pack", "unpack", "leaf") or (
                     st.kind == "prim" and st.fn.vjp(i) is not None)
                 g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)
         for u in st.uses:

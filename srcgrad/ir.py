@@ -9,7 +9,8 @@ Every statement assigns one new name.  Its operands are :class:`Var` (an earlier
             ``np.zeros(n)``, random draws (never differentiated, ``expr`` printed verbatim);
 ``call``    ``target = callee(*args)``: another user function, transformed in its turn;
 ``pack``    ``target = (a, b, ...)``; ``unpack`` ``target = source[index]`` of a pack/call;
-``effect``  a statement kept for its effect in the forward pass (``print``, ``assert``).
+``effect``  a statement kept for its effect in the forward pass (``print``, ``assert``);
+``leaf``    ``target = param[path]``: one leaf of a pytree argument (a differentiable input).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Function:
     used: set[str] = field(default_factory=set)          # every name taken (for fresh names)
     free: dict[str, object] = field(default_factory=dict)  # user globals the code reads
     inline: set[str] = field(default_factory=set)        # temporaries a pass may inline
+    trees: dict[str, Any] = field(default_factory=dict)  # pytree parameter -> its leaves
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""

@@ -33,9 +33,20 @@ class Pack:
         self.items = items
 
 
+class Tree:
+    """A pytree argument (dict, list or tuple): constant subscripts select its leaves."""
+
+    def __init__(self, kind: Any, children: dict) -> None:
+        self.kind = kind
+        self.children = children        # key (str or int) -> Tree or Var
+
+
 class Lowerer:
-    def __init__(self, src: Source, env: Env, reserved: set[str]) -> None:
+    def __init__(self, src: Source, env: Env, reserved: set[str],
+                 trees: dict[int, Any] | None = None) -> None:
         self.src, self.env = src, env
+        self.trees = trees or {}
+        self.leaves: dict[str, Any] = {}      # parameter SSA name -> its Tree
         self.body: list[Stmt] = []
         self.scope: dict[str, Any] = {}
         self.used: set[str] = set(reserved)
@@ -79,6 +90,11 @@ class Lowerer:
             self.scope[a.arg] = Var(name)
             self.source_names[name] = a.arg
             params.append(name)
+        for position, structure in self.trees.items():
+            user = args.args[position].arg
+            self.line, self.text = node.lineno, f"{user} (a {structure[0]!s})"
+            tree = self.tree(Var(params[position]), structure, user, ())
+            self.scope[user] = self.leaves[params[position]] = tree
         defaults = {}
         for a, d in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
             defaults[a.arg] = d
@@ -89,7 +105,7 @@ class Lowerer:
             result = self.block(node.body)
         return Function(self.src.name, params, self.body, result, self.src.filename,
                         node.lineno, defaults, self.source_names, self.used, self.free,
-                        self.inline)
+                        self.inline, self.leaves)
 
     def block(self, stmts: list[ast.stmt]) -> Any:
         for i, s in enumerate(stmts):
@@ -170,6 +186,8 @@ class Lowerer:
         return var
 
     def unpack(self, value: Any, n: int, node: ast.AST) -> list:
+        if isinstance(value, Tree) and value.kind != "dict":
+            value = Pack(list(value.children.values()))
         if isinstance(value, Pack):
             if len(value.items) != n:
                 raise self.error(f"cannot unpack {len(value.items)} values into {n}", node)
@@ -177,6 +195,11 @@ class Lowerer:
         if isinstance(value, Const):
             return [Const(v) for v in value.value]
         static = value.name in self.static
+        made_by = next((st for st in reversed(self.body) if st.target == value.name), None)
+        if not static and (made_by is None or made_by.kind not in ("call", "pack")):
+            # an array: unpacking takes its rows, as NumPy does
+            return [self.prim(T.lookup("getitem"), [value], {"index": i}, f"{value.name}_{i}",
+                              node) for i in range(n)]
         out = []
         for i in range(n):
             name = self.fresh(f"{value.name}_{i}")
@@ -283,8 +306,28 @@ class Lowerer:
         raise self.error("`and`/`or` on arrays is ambiguous; use np.logical_and/np.logical_or",
                          node)
 
+    def tree(self, root: Var, structure: Any, hint: str, path: tuple) -> Any:
+        """Leaf variables for a pytree argument, each read once at the top of the function."""
+        if structure is None:
+            name = self.fresh(hint)
+            self.source_names[name] = hint
+            return self.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
+        kind, keys, children = structure
+        keys = keys if keys is not None else list(range(len(children)))
+        out = {}
+        for key, child in zip(keys, children):
+            label = key if isinstance(key, str) and key.isidentifier() else f"{hint}_{key}"
+            out[key] = self.tree(root, child, label, path + (key,))
+        return Tree(kind, out)
+
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
+        if isinstance(base, Tree):
+            key = self.expr(node.slice)
+            if isinstance(key, Const) and key.value in base.children:
+                return base.children[key.value]
+            raise self.error("a pytree argument is indexed by a constant key here",
+                             node.slice)
         if isinstance(base, Pack):
             key = self.expr(node.slice)
             if isinstance(key, Const) and isinstance(key.value, int):
@@ -533,6 +576,7 @@ def _qualname(f: Any) -> str:
     return f"{module}.{name}" if module else name
 
 
-def lower(src: Source, env: Env, reserved: set[str]) -> Function:
-    """Lower a parsed function to the core IR."""
-    return Lowerer(src, env, reserved).lower_function()
+def lower(src: Source, env: Env, reserved: set[str], trees: dict[int, Any] | None = None
+          ) -> Function:
+    """Lower a parsed function to the core IR (``trees``: structures of pytree arguments)."""
+    return Lowerer(src, env, reserved, trees).lower_function()
