@@ -7,6 +7,7 @@ source (``srcgrad.api``); ``srcgrad.Tensor`` is PyTorch's eager autograd over Nu
 
 from srcgrad import autograd, nn, optim
 from srcgrad.api import Transform, grad, show, value_and_grad, vjp
+from srcgrad.compiled import compile
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
 from srcgrad.runtime.device import device

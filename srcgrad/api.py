@@ -35,10 +35,13 @@ class Transform:
         self.fallback_reason: str | None = None
         self._fn: Callable | None = None
         self._specialised: dict[str, Callable | None] = {}
+        self._namespace: dict = {}
+        self._free: dict = {}
         built = self._build({}, stacklevel=4)
         if built is not None:
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
+            self._namespace, self._free = built.functions, built.free
 
     def _build(self, trees: dict, stacklevel: int) -> Any:
         from srcgrad.compiler import build

@@ -39,6 +39,7 @@ class Built:
     functions: dict[str, Any]
     name: str
     ir: Function
+    free: dict[str, Any]
 
 
 def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
@@ -64,7 +65,7 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
              f"{', '.join(wrt_names)}")
     text = render(module.functions, module.helpers, module.temps, title, module.free, backend)
     functions = load(text, f"{kind} {ir.name}", module.free, backend)
-    return Built(text, graph, functions, main, ir)
+    return Built(text, graph, functions, main, ir, module.free)
 
 
 def _where(ir: Function) -> str:
