@@ -75,6 +75,10 @@ class Array(Tensor):
         return (self[i] for i in range(len(self)))
 
     def __float__(self) -> float:
+        if self._requires_grad:
+            raise RuntimeError(
+                "float() of an array that requires grad would drop its gradient (storing it "
+                "into a NumPy array does this too); srcgrad's eager run cannot follow it")
         return float(self._data)
 
     def item(self) -> Any:

@@ -49,7 +49,7 @@ def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
     useful = (nx.ancestors(diff_graph, result) | {result}) if result in g else set()
     for name in varied & useful:
         g.nodes[name]["active"] = True
-    _check_params(fn, g)
+    _check_params(fn, g, varied, useful)
     _mark_saved(fn, g)
     return g
 
@@ -58,13 +58,14 @@ def active_names(g: nx.DiGraph) -> set[str]:
     return {n for n, active in g.nodes(data="active") if active}
 
 
-def _check_params(fn: Function, g: nx.DiGraph) -> None:
-    """A gradient must never be dropped silently: no active value as a static parameter."""
+def _check_params(fn: Function, g: nx.DiGraph, varied: set, useful: set) -> None:
+    """A gradient must never be dropped silently: a value that depends on ``wrt`` may not
+    reach the result through a static parameter (a shape, an index, a clip bound)."""
     for st in fn.body:
         if st.kind != "prim":
             continue
         for u in st.uses:
-            if g.nodes[u]["active"] and st.target and g.nodes[st.target]["active"]:
+            if u in varied and st.target in useful:
                 raise CompileError(
                     f"the gradient through the parameter {u!r} of {st.fn.name} is not "
                     "supported (it is used as a shape, index or bound)",

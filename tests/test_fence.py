@@ -1,0 +1,163 @@
+"""The fence: each construct the compiler does not handle yet raises a CompileError that names
+the user's file, line and construct (strict=True), and otherwise falls back to the eager engine
+with one FallbackWarning and the correct gradient."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from compiled_helpers import define
+from conftest import numerical_grad
+
+import srcgrad
+
+CASES = {
+    # name: (source, line of the construct (1-based in the source), words in the message)
+    "for loop": ("""
+        def f(x):
+            y = x
+            for _ in range(3):
+                y = y * x
+            return np.sum(y)
+        """, 4, "for loop"),
+    "while loop": ("""
+        def f(x):
+            y = x
+            k = 0
+            while k < 2:
+                y = np.sin(y)
+                k += 1
+            return np.sum(y)
+        """, 5, "while loop"),
+    "if statement": ("""
+        def f(x):
+            if np.sum(x) > 0:
+                return np.sum(x ** 2)
+            return np.sum(x)
+        """, 3, "if statement"),
+    "subscript write": ("""
+        def f(x):
+            y = np.zeros(3)
+            y[0] = np.sum(x)
+            return np.sum(y * x)
+        """, 4, "subscript"),
+    "try": ("""
+        def f(x):
+            try:
+                y = np.exp(x)
+            except ValueError:
+                y = x
+            return np.sum(y)
+        """, 3, "try/except"),
+    "with": ("""
+        def f(x):
+            with np.errstate(all="ignore"):
+                y = np.log(x)
+            return np.sum(y)
+        """, 3, "with statement"),
+    "nested def": ("""
+        def f(x):
+            def g(t):
+                return t * t
+            return np.sum(g(x))
+        """, 3, "nested function"),
+    "list comprehension": ("""
+        def f(x):
+            parts = [x * k for k in range(3)]
+            return np.sum(np.stack(parts))
+        """, 3, "list comprehension"),
+    "conditional expression": ("""
+        def f(x):
+            y = x * 2 if x.shape[0] > 1 else x
+            return np.sum(y)
+        """, 3, "conditional expression"),
+    "early return": ("""
+        def f(x):
+            return np.sum(x)
+            y = x
+        """, 3, "return"),
+    "global": ("""
+        def f(x):
+            global COUNTER
+            return np.sum(x)
+        """, 3, "global"),
+    "walrus": ("""
+        def f(x):
+            y = (z := x * 2) + z
+            return np.sum(y)
+        """, 3, "assignment expression"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_strict_raises_with_the_users_location(case):
+    source, line, words = CASES[case]
+    fn = define(source, {"np": np})
+    with pytest.raises(srcgrad.CompileError) as info:
+        srcgrad.grad(fn, strict=True)
+    err = info.value
+    assert err.lineno == fn.__code__.co_firstlineno + line - 2
+    assert err.filename == fn.__code__.co_filename
+    assert words in str(err)
+    text = str(err).splitlines()
+    assert text[1].startswith(f'  File "{err.filename}", line {err.lineno}, in f')
+    assert "^" in text[3]        # the caret under the construct, as a SyntaxError shows it
+
+
+NO_EAGER = ("early return", "subscript write")
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c not in NO_EAGER))
+def test_fallback_warns_once_and_gives_the_right_gradient(case):
+    source, _, words = CASES[case]
+    fn = define(source, {"np": np})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = srcgrad.grad(fn)
+        x = np.array([0.3, 0.7, 1.2])
+        got = g(x)
+        g(x)
+    fallbacks = [w for w in caught if issubclass(w.category, srcgrad.FallbackWarning)]
+    assert len(fallbacks) == 1 and words in str(fallbacks[0].message)
+    assert g.fallback_reason is not None and g.source is None
+    expected = numerical_grad(lambda a: float(fn(a)), [x.copy()], 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_fallback_never_drops_a_gradient_silently():
+    fn = define(CASES["subscript write"][0], {"np": np})
+    with pytest.warns(srcgrad.FallbackWarning):
+        g = srcgrad.grad(fn)
+    with pytest.raises((RuntimeError, ValueError)) as info:   # NumPy re-raises ours
+        g(np.array([0.3, 0.7, 1.2]))
+    cause = info.value if isinstance(info.value, RuntimeError) else info.value.__cause__ or \
+        info.value.__context__
+    assert "would drop its gradient" in str(cause)
+
+
+def test_unknown_function_names_the_call():
+    fn = define("""
+        def f(x):
+            return np.sum(np.sort(x))
+        """, {"np": np})
+    with pytest.raises(srcgrad.CompileError, match="numpy.sort"):
+        srcgrad.grad(fn, strict=True)
+
+
+def test_source_that_cannot_be_read_falls_back():
+    namespace = {"np": np}
+    exec("def f(x):\n    return np.sum(x * x)\n", namespace)
+    with pytest.warns(srcgrad.FallbackWarning, match="cannot be read"):
+        g = srcgrad.grad(namespace["f"])
+    np.testing.assert_allclose(g(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+def test_gradient_through_a_shape_parameter_is_refused():
+    fn = define("""
+        def f(x, lo):
+            return np.sum(np.clip(x, lo, 1.0))
+        """, {"np": np})
+    with pytest.raises(srcgrad.CompileError, match="parameter"):
+        srcgrad.grad(fn, wrt=(0, 1), strict=True)
