@@ -321,9 +321,6 @@ def _index(index: Any) -> ast.expr:
 
 
 def _short(filename: str) -> str:
+    """The file's name as comments show it (its base name: the same text from any directory)."""
     import os
-    try:
-        rel = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return rel if not rel.startswith("..") else os.path.basename(filename)
+    return os.path.basename(filename)

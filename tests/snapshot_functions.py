@@ -1,0 +1,24 @@
+"""Functions whose generated gradient source is kept in tests/snapshots/ for review."""
+
+import numpy as np
+
+
+def mlp_loss(params, x, y):
+    """A two-layer tanh MLP with a mean squared error."""
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    pred = h @ params["W2"] + params["b2"]
+    return np.mean((pred - y) ** 2)
+
+
+def logistic_regression(w, b, x, y):
+    """Binary cross-entropy of a logistic model, written with log1p for stability."""
+    z = x @ w + b
+    return np.mean(np.log1p(np.exp(-z)) + (1 - y) * z)
+
+
+def softmax_cross_entropy(w, x, labels):
+    """Softmax cross-entropy with one-hot labels, the log-sum-exp shifted by the max."""
+    logits = x @ w
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(np.sum(labels * log_probs, axis=1))
