@@ -20,6 +20,7 @@ from srcgrad.codegen import support
 from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, numpy_path, to_expr
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.lowering_tables import const_expr
+from srcgrad.runtime import rules
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, unbroadcast
 
 __all__ = ["Emitter", "COMMENT"]
@@ -65,6 +66,7 @@ class Emitter:
         self.tuple_adj: dict[str, dict[int, Any]] = {}
         self.backward_of: dict[str, str] = {}
         self.callees: list[Any] = []
+        self.virtual: set[str] = set()      # adjoints kept as scalars standing for arrays
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -158,16 +160,21 @@ class Emitter:
                 continue
             if st.target not in self.adj and st.target not in self.tuple_adj:
                 continue
-            if st.line != line:
+            emitted = self.adjoint_stmt(st)
+            if emitted and st.line != line:
                 line = st.line
                 out.append(comment(f"adjoint of {_short(self.fn.filename)}:{st.line}  "
                                    f"{st.text}"))
-            out.extend(self.adjoint_stmt(st))
+            out.extend(emitted)
         return out
 
     def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
         emitted: list[ast.stmt] = []
+        if st.target in self.virtual and st.kind in ("unpack", "call", "pack"):
+            emitted += self.materialize(st.target)      # callees see exact shapes
         g = self.adj.get(st.target)
+        if isinstance(g, float) and st.kind in ("unpack", "call", "pack"):
+            g = ast.Constant(g)
         if st.kind == "unpack":
             self.tuple_adj.setdefault(st.args[0].name, {})[st.params["index"]] = g
             return emitted
@@ -180,15 +187,28 @@ class Emitter:
                         emitted += self.accumulate(a.name, part)
             return emitted
         if st.kind == "call":
-            return self.adjoint_call(st, g)
+            return emitted + self.adjoint_call(st, g)
         if st.kind != "prim":
             return emitted
+        virtual = st.target in self.virtual
+        if virtual and not self._elementwise(st):
+            emitted += self.materialize(st.target)
+            g = self.adj[st.target]
+            virtual = False
         gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
+        # d(sum(x)) is g everywhere: keep it a scalar standing for the full array
+        if self._sums_everything(st):
+            return emitted + self.accumulate(st.args[0].name, gsym, virtual=True)
+        if self._averages_everything(st):
+            scale = self.tracer.call(self.tracer.use_helper("numel", rules.numel),
+                                     (self.tracer.sym(st.args[0].name).shape,), {})
+            return emitted + self.accumulate(st.args[0].name, gsym / scale, virtual=True)
         ans = self.tracer.sym(st.target)
         xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
               for a in st.args]
         params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else
                   self._const(v) if isinstance(v, Const) else v for k, v in st.params.items()}
+        contributions: list[tuple[str, Any]] = []
         for i, a in enumerate(st.args):
             rule = st.fn.vjp(i)
             if rule is None or not self._wants(a):
@@ -202,8 +222,86 @@ class Emitter:
                 shape = ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], [])
                 contrib = self.tracer.call(self.tracer.use_helper("unbroadcast", unbroadcast),
                                            (contrib, Sym(shape, self.tracer)), {})
-            emitted += self.accumulate(a.name, contrib)
+            contributions.append((a.name, contrib))
+        for var, contrib, count in self._merge(contributions):
+            if count > 1:
+                contrib = contrib * count
+            stays_virtual = virtual and not self._reads_arrays(contrib, g)
+            emitted += self.accumulate(var, contrib, virtual=stays_virtual)
         return emitted
+
+    # -- scalars standing for whole arrays ("virtual" adjoints), and merged contributions
+    def _sums_everything(self, st: Stmt) -> bool:
+        return (st.fn.name == "sum" and st.params.get("axis") is None
+                and not st.params.get("keepdims"))
+
+    def _averages_everything(self, st: Stmt) -> bool:
+        return (st.fn.name == "mean" and st.params.get("axis") is None
+                and not st.params.get("keepdims") and isinstance(st.args[0], Var))
+
+    def _elementwise(self, st: Stmt) -> bool:
+        """The rule maps a scalar ``g`` to an array of the input's shape exactly."""
+        fn = st.fn.fn
+        if st.fn.name in ("pow_scalar", "rsub", "sigmoid", "relu", "sum", "mean") or (
+                isinstance(fn, np.ufunc) and fn.nin == 1):
+            return st.fn.name not in ("sum", "mean") or self._sums_everything(st) or \
+                self._averages_everything(st)
+        return isinstance(fn, np.ufunc) and all(
+            isinstance(a, Const) and isinstance(a.value, (int, float))
+            for a in st.args if not isinstance(a, Var)) and sum(
+            isinstance(a, Var) for a in st.args) == 1
+
+    def materialize(self, var: str) -> list[ast.stmt]:
+        """Give a scalar-standing-for-an-array adjoint its full shape."""
+        self.virtual.discard(var)
+        g = self.adj[var]
+        value = ast.Constant(g) if isinstance(g, float) else g
+        full = ast.Call(ast.Attribute(_name(self.namespace), "full", ast.Load()),
+                        [ast.Call(numpy_path(np.shape, self.namespace), [_name(var)], []),
+                         value], [])
+        name = g.id if isinstance(g, ast.Name) else self.fresh(f"d_{var}")
+        self.adj[var] = _name(name)
+        return [_assign(name, full)]
+
+    def _reads_arrays(self, contrib: Any, g: Any) -> bool:
+        """Whether a contribution reads a value other than the (scalar) adjoint ``g``."""
+        if not isinstance(contrib, Sym):
+            return False
+        defs = {st.targets[0].id: st.value for st in self.tracer.stmts}
+        allowed = {g.id} if isinstance(g, ast.Name) else set()
+        stack = [contrib.node]
+        while stack:
+            for node in ast.walk(stack.pop()):
+                if isinstance(node, ast.Name):
+                    if node.id in defs:
+                        stack.append(defs.pop(node.id))
+                    elif node.id not in allowed and node.id not in self.tracer.helpers:
+                        return True
+        return False
+
+    def _merge(self, contributions: list) -> list:
+        """Identical contributions to one variable (``x * x``) become one, times a count."""
+        merged: list[list] = []
+        for var, contrib in contributions:
+            key = self._expanded(contrib)
+            for item in merged:
+                if item[0] == var and item[3] == key:
+                    item[2] += 1
+                    break
+            else:
+                merged.append([var, contrib, 1, key])
+        return [(var, contrib, count) for var, contrib, count, _ in merged]
+
+    def _expanded(self, contrib: Any) -> str:
+        if not isinstance(contrib, Sym):
+            return repr(contrib)
+        defs = {st.targets[0].id: st.value for st in self.tracer.stmts}
+
+        class Expand(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                return self.visit(defs[node.id]) if node.id in defs else node
+        import copy
+        return ast.dump(Expand().visit(copy.deepcopy(contrib.node)))
 
     def adjoint_call(self, st: Stmt, g: Any) -> list[ast.stmt]:
         if st.target in self.tuple_adj:
@@ -238,15 +336,20 @@ class Emitter:
                 emitted += self.accumulate(a.name, _name(name))
         return emitted
 
-    def accumulate(self, var: str, contrib: Any) -> list[ast.stmt]:
+    def accumulate(self, var: str, contrib: Any, virtual: bool = False) -> list[ast.stmt]:
         """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one.
 
         A constant adjoint (the folded ``1.0`` seed, ``-1.0`` …) is not assigned at all: it
-        is kept as a number, so that the rules downstream fold it too.
+        is kept as a number, so that the rules downstream fold it too.  ``virtual``: the
+        contribution is a scalar standing for an array full of it (as after a sum).
         """
         stmts = self.tracer.stmts
         self.tracer.stmts = []
         old = self.adj.get(var)
+        if old is None and virtual:
+            self.virtual.add(var)
+        elif not (virtual and var in self.virtual):
+            self.virtual.discard(var)
         number = isinstance(contrib, (int, float)) and not isinstance(contrib, bool)
         if number and (old is None or isinstance(old, float)):
             self.adj[var] = float(contrib) + (old or 0.0)

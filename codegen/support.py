@@ -11,8 +11,8 @@ def match_input(g, x):
         return float(g)
     if not (hasattr(x, "dtype") and x.dtype.kind in "fc"):
         return None                          # ints, bools, data: no gradient
-    if not hasattr(g, "shape") or g.shape != np.shape(x):
-        g = np.broadcast_to(g, np.shape(x))
+    if not hasattr(g, "shape") or g.shape != x.shape:
+        return np.full(x.shape, g, dtype=x.dtype)      # a scalar standing for the array
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     return g

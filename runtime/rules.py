@@ -29,7 +29,10 @@ LN2, LN10 = math.log(2.0), math.log(10.0)
 @helper
 def numel(shape: tuple[int, ...]) -> int:
     """Number of elements of an array of ``shape`` (a Python int)."""
-    return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def along(axis: int, key: object) -> tuple:
@@ -53,6 +56,8 @@ def inverse_permutation(axes: tuple[int, ...] | None) -> tuple[int, ...] | None:
 @primitive(dtype_rule="same")
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
+    if isinstance(g, (int, float)):              # a folded constant (compiled code)
+        return np.full(shape, g)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
     return np.broadcast_to(g, shape)
@@ -83,24 +88,24 @@ def index_put(x, v, *, index):
 def matmul_lhs_grad(g, b, *, a_shape):
     """Gradient of ``a @ b`` with respect to ``a`` (of ``a_shape``), NumPy's 1-D rules included."""
     if b.ndim == 1:
-        out = g * b if len(a_shape) == 1 else np.expand_dims(g, -1) * b
+        out = g * b if len(a_shape) == 1 else g[..., None] * b
     elif len(a_shape) == 1:
-        out = np.matmul(b, np.expand_dims(g, -1))[..., 0]
+        out = (b @ g[..., None])[..., 0]
     else:
-        out = np.matmul(g, np.swapaxes(b, -1, -2))
-    return unbroadcast(out, a_shape)
+        out = g @ b.swapaxes(-1, -2)
+    return out if out.shape == a_shape else unbroadcast(out, a_shape)
 
 
 @primitive(nin=2)
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
     if a.ndim == 1:
-        out = g * a if len(b_shape) == 1 else np.expand_dims(a, -1) * np.expand_dims(g, -2)
+        out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:
-        out = np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
+        out = (g[..., None, :] @ a)[..., 0, :]
     else:
-        out = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(out, b_shape)
+        out = a.swapaxes(-1, -2) @ g
+    return out if out.shape == b_shape else unbroadcast(out, b_shape)
 
 
 @primitive(dtype_rule="keep")
@@ -304,8 +309,8 @@ def prod_others(x, *, axis=None):
 defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, keepdims=False:
-       unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims)
-       * (numel(ans.shape) / numel(x.shape)), dtype_rule="float")
+       unreduce(g * (numel(ans.shape) / numel(x.shape)), shape=x.shape, axis=axis,
+                keepdims=keepdims), dtype_rule="float")
 defvjp(np.prod, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims) * prod_others(x, axis=axis))
 defvjp(np.max, _extremum_vjp)

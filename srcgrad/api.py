@@ -28,6 +28,7 @@ class Transform:
         self.kind, self.backend, self.strict = kind, backend, strict
         self._signature = inspect.signature(fun)
         names = list(self._signature.parameters)
+        self._nparams = len(names)
         self._single = not isinstance(wrt, (tuple, list))
         self.wrt = tuple(_position(w, names, fun) for w in ((wrt,) if self._single else wrt))
         self.source: str | None = None
@@ -83,6 +84,13 @@ class Transform:
         return list(bound.arguments.values())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._fn
+        if fn is not None and not kwargs and len(args) == self._nparams:   # the fast path
+            for i in self.wrt:
+                if isinstance(args[i], (dict, list, tuple)):
+                    break
+            else:
+                return fn(*args)
         values = self._bind(args, kwargs)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         if fn is not None:

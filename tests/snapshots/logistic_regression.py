@@ -18,8 +18,8 @@ def match_input(g, x):
         return float(g)
     if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
         return None
-    if not hasattr(g, 'shape') or g.shape != np.shape(x):
-        g = np.broadcast_to(g, np.shape(x))
+    if not hasattr(g, 'shape') or g.shape != x.shape:
+        return np.full(x.shape, g, dtype=x.dtype)
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     return g
@@ -28,17 +28,20 @@ def match_input(g, x):
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
     if a.ndim == 1:
-        out = g * a if len(b_shape) == 1 else np.expand_dims(a, -1) * np.expand_dims(g, -2)
+        out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:
-        out = np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
+        out = (g[..., None, :] @ a)[..., 0, :]
     else:
-        out = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(out, b_shape)
+        out = a.swapaxes(-1, -2) @ g
+    return out if out.shape == b_shape else unbroadcast(out, b_shape)
 
 
 def numel(shape):
     """Number of elements of an array of ``shape`` (a Python int)."""
-    return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def unbroadcast(x, shape):
@@ -49,13 +52,6 @@ def unbroadcast(x, shape):
     axes = tuple(range(lead)) + tuple((i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1))
     out = x.sum(axis=axes, keepdims=True)
     return out.reshape(shape)
-
-
-def unreduce(g, *, shape, axis=None, keepdims=False):
-    """Spread the gradient of a reduction back over the reduced ``shape``."""
-    if axis is not None and (not keepdims):
-        g = np.expand_dims(g, tuple((a % len(shape) for a in np.atleast_1d(axis).tolist())))
-    return np.broadcast_to(g, shape)
 
 
 def logistic_regression_grad(w, b, x, y):
@@ -72,7 +68,8 @@ def logistic_regression_grad(w, b, x, y):
     logistic_regression = np.mean(plus)
     check_scalar(logistic_regression)
     # adjoint of snapshot_functions.py:16  return np.mean(np.log1p(np.exp(-z)) + (1 - y) * z)
-    d_plus = unreduce(1.0, shape=plus.shape) * (numel(logistic_regression.shape) / numel(plus.shape))
+    d_plus = 1.0 / numel(plus.shape)
+    d_plus = np.full(np.shape(plus), d_plus)
     d_log1p_exp_z_neg = unbroadcast(d_plus, np.shape(log1p_exp_z_neg))
     d_v_1_minus_y_times_z = unbroadcast(d_plus, np.shape(v_1_minus_y_times_z))
     d_z = unbroadcast(d_v_1_minus_y_times_z * v_1_minus_y, np.shape(z))

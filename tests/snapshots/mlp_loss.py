@@ -18,8 +18,8 @@ def match_input(g, x):
         return float(g)
     if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
         return None
-    if not hasattr(g, 'shape') or g.shape != np.shape(x):
-        g = np.broadcast_to(g, np.shape(x))
+    if not hasattr(g, 'shape') or g.shape != x.shape:
+        return np.full(x.shape, g, dtype=x.dtype)
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     return g
@@ -28,28 +28,31 @@ def match_input(g, x):
 def matmul_lhs_grad(g, b, *, a_shape):
     """Gradient of ``a @ b`` with respect to ``a`` (of ``a_shape``), NumPy's 1-D rules included."""
     if b.ndim == 1:
-        out = g * b if len(a_shape) == 1 else np.expand_dims(g, -1) * b
+        out = g * b if len(a_shape) == 1 else g[..., None] * b
     elif len(a_shape) == 1:
-        out = np.matmul(b, np.expand_dims(g, -1))[..., 0]
+        out = (b @ g[..., None])[..., 0]
     else:
-        out = np.matmul(g, np.swapaxes(b, -1, -2))
-    return unbroadcast(out, a_shape)
+        out = g @ b.swapaxes(-1, -2)
+    return out if out.shape == a_shape else unbroadcast(out, a_shape)
 
 
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
     if a.ndim == 1:
-        out = g * a if len(b_shape) == 1 else np.expand_dims(a, -1) * np.expand_dims(g, -2)
+        out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:
-        out = np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
+        out = (g[..., None, :] @ a)[..., 0, :]
     else:
-        out = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(out, b_shape)
+        out = a.swapaxes(-1, -2) @ g
+    return out if out.shape == b_shape else unbroadcast(out, b_shape)
 
 
 def numel(shape):
     """Number of elements of an array of ``shape`` (a Python int)."""
-    return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def unbroadcast(x, shape):
@@ -60,13 +63,6 @@ def unbroadcast(x, shape):
     axes = tuple(range(lead)) + tuple((i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1))
     out = x.sum(axis=axes, keepdims=True)
     return out.reshape(shape)
-
-
-def unreduce(g, *, shape, axis=None, keepdims=False):
-    """Spread the gradient of a reduction back over the reduced ``shape``."""
-    if axis is not None and (not keepdims):
-        g = np.expand_dims(g, tuple((a % len(shape) for a in np.atleast_1d(axis).tolist())))
-    return np.broadcast_to(g, shape)
 
 
 def mlp_loss_grad(params, x, y):
@@ -88,7 +84,7 @@ def mlp_loss_grad(params, x, y):
     mlp_loss = np.mean(pred_minus_y_pow)
     check_scalar(mlp_loss)
     # adjoint of snapshot_functions.py:10  return np.mean((pred - y) ** 2)
-    d_pred_minus_y_pow = unreduce(1.0, shape=pred_minus_y_pow.shape) * (numel(mlp_loss.shape) / numel(pred_minus_y_pow.shape))
+    d_pred_minus_y_pow = 1.0 / numel(pred_minus_y_pow.shape)
     d_pred_minus_y = d_pred_minus_y_pow * 2 * pred_minus_y
     d_pred = unbroadcast(d_pred_minus_y, np.shape(pred))
     # adjoint of snapshot_functions.py:9  pred = h @ params["W2"] + params["b2"]

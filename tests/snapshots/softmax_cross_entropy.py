@@ -18,8 +18,8 @@ def match_input(g, x):
         return float(g)
     if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
         return None
-    if not hasattr(g, 'shape') or g.shape != np.shape(x):
-        g = np.broadcast_to(g, np.shape(x))
+    if not hasattr(g, 'shape') or g.shape != x.shape:
+        return np.full(x.shape, g, dtype=x.dtype)
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     return g
@@ -28,17 +28,20 @@ def match_input(g, x):
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
     if a.ndim == 1:
-        out = g * a if len(b_shape) == 1 else np.expand_dims(a, -1) * np.expand_dims(g, -2)
+        out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:
-        out = np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
+        out = (g[..., None, :] @ a)[..., 0, :]
     else:
-        out = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(out, b_shape)
+        out = a.swapaxes(-1, -2) @ g
+    return out if out.shape == b_shape else unbroadcast(out, b_shape)
 
 
 def numel(shape):
     """Number of elements of an array of ``shape`` (a Python int)."""
-    return int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def unbroadcast(x, shape):
@@ -53,6 +56,8 @@ def unbroadcast(x, shape):
 
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
+    if isinstance(g, (int, float)):
+        return np.full(shape, g)
     if axis is not None and (not keepdims):
         g = np.expand_dims(g, tuple((a % len(shape) for a in np.atleast_1d(axis).tolist())))
     return np.broadcast_to(g, shape)
@@ -76,7 +81,8 @@ def softmax_cross_entropy_grad(w, x, labels):
     softmax_cross_entropy = -mean_sum_times
     check_scalar(softmax_cross_entropy)
     # adjoint of snapshot_functions.py:24  return -np.mean(np.sum(labels * log_probs, axis=1))
-    d_sum_times = unreduce(-1.0, shape=sum_times.shape) * (numel(mean_sum_times.shape) / numel(sum_times.shape))
+    d_sum_times = -1.0 / numel(sum_times.shape)
+    d_sum_times = np.full(np.shape(sum_times), d_sum_times)
     d_times = unreduce(d_sum_times, shape=times.shape, axis=1)
     d_log_probs = unbroadcast(d_times * labels, np.shape(log_probs))
     # adjoint of snapshot_functions.py:23  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
@@ -88,8 +94,7 @@ def softmax_cross_entropy_grad(w, x, labels):
     # adjoint of snapshot_functions.py:22  shifted = logits - np.max(logits, axis=1, keepdims=True)
     d_logits = unbroadcast(d_shifted, np.shape(logits))
     d_max_logits = unbroadcast(-d_shifted, np.shape(max_logits))
-    t_18 = logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True)
-    d_logits = d_logits + unreduce(d_max_logits / np.sum(t_18, axis=1, keepdims=True), shape=logits.shape, axis=1, keepdims=True) * t_18
+    d_logits = d_logits + unreduce(d_max_logits / np.sum(logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True), axis=1, keepdims=True), shape=logits.shape, axis=1, keepdims=True) * (logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True))
     # adjoint of snapshot_functions.py:21  logits = x @ w
     d_w = matmul_rhs_grad(d_logits, x, b_shape=w.shape)
     return match_input(d_w, w)
