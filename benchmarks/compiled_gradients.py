@@ -12,6 +12,7 @@ Run: ``python benchmarks/compiled_gradients.py [--repeat N]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import math
 import time
@@ -203,9 +204,9 @@ def main() -> None:
         for a, b in zip(got if isinstance(got, tuple) else (got,),
                         ref if isinstance(ref, tuple) else (ref,)):
             np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
-        t_fwd = best(lambda: fn(*args), args_.repeat)
-        t_hand = best(lambda: by_hand(*args), args_.repeat)
-        t_comp = best(lambda: g(*args), args_.repeat)
+        t_fwd = best(functools.partial(fn, *args), args_.repeat)
+        t_hand = best(functools.partial(by_hand, *args), args_.repeat)
+        t_comp = best(functools.partial(g, *args), args_.repeat)
         t_eager = best(eager_gradient(srcgrad, name, args), args_.repeat)
         t_torch = (best(eager_gradient(torch, name, args), args_.repeat) if has_torch
                    else float("nan"))
