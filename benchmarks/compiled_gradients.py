@@ -194,6 +194,10 @@ def main() -> None:
         torch.set_num_threads(1)
     header = (f"{'workload':24} {'forward':>10} {'by hand':>10} {'compiled':>10} {'eager':>10}"
               f" {'torch':>10} {'comp/hand':>9} {'grad/fwd':>8} {'build ms':>8}")
+    start = time.perf_counter()
+    srcgrad.grad(lambda x: np.sum(x * x))       # the first build in a process pays imports
+    print(f"first grad() in the process: {(time.perf_counter() - start) * 1e3:.0f} ms "
+          "(imports included); build times below are warm")
     print(header)
     for name, fn, by_hand, args, wrt in workloads():
         start = time.perf_counter()

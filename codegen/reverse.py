@@ -61,12 +61,14 @@ class Emitter:
         self.fn, self.active, self.fresh = fn, active, fresh
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
         self.tracer = Tracer(fresh, namespace)
-        self.namespace = namespace
+        self.scalar = namespace == "math"     # specialised for Python floats
+        self.namespace = "np" if self.scalar else namespace
         self.adj: dict[str, Any] = {}       # var -> ast.Name of its adjoint, or 1.0
         self.tuple_adj: dict[str, dict[int, Any]] = {}
         self.backward_of: dict[str, str] = {}
         self.callees: list[Any] = []
         self.virtual: set[str] = set()      # adjoints kept as scalars standing for arrays
+        self.aliases: set[str] = set()      # adjoints that are another variable's name
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -143,7 +145,8 @@ class Emitter:
                             [ast.Constant(st.params["subscripts"]), *args], [])
         numpy_fun = _NUMPY_OF.get(prim)
         if numpy_fun is not None:
-            return ast.Call(numpy_path(numpy_fun, self.namespace), args, kwargs)
+            return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
+                            args, kwargs)
         return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
 
     # ------------------------------------------------------------------------ adjoint
@@ -361,6 +364,16 @@ class Emitter:
             self.tracer.stmts = []
             old = None
         value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
+        if old is None and isinstance(value, ast.Name) and value.id not in self.tracer.temps:
+            self.adj[var] = value           # the same gradient: a second name is not needed
+            self.aliases.add(var)
+            return stmts
+        if old is not None and var in self.aliases:
+            self.aliases.discard(var)
+            name = self.fresh(f"d_{var}")
+            stmts.append(_assign(name, ast.BinOp(old, ast.Add(), value)))
+            self.adj[var] = _name(name)
+            return stmts
         if old is None:
             name = self.fresh(f"d_{var}")
             stmts.append(_assign(name, value))
@@ -381,6 +394,8 @@ class Emitter:
 
     def _may_broadcast(self, st: Stmt, i: int) -> bool:
         """False when every other input is a Python number (which cannot broadcast x)."""
+        if self.scalar:
+            return False
         others = [a for j, a in enumerate(st.args) if j != i]
         return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
                        for a in others)
@@ -396,6 +411,10 @@ class Emitter:
             return self._tree_gradient(tree)
         helper = self.tracer.use_helper
         d = self.adj.get(param)
+        if self.scalar:                       # Python floats in, Python floats out
+            if d is None:
+                return ast.Constant(0.0)
+            return ast.Constant(float(d)) if isinstance(d, float) else d
         if d is None:
             return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
         value = ast.Constant(d) if isinstance(d, float) else d

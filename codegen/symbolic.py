@@ -32,8 +32,24 @@ _CMPOPS = {"lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE, "eq": ast.E
            "ne": ast.NotEq}
 
 
+MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log: "log",
+              np.sqrt: "sqrt", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
+              np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.log1p: "log1p",
+              np.expm1: "expm1", np.log2: "log2", np.log10: "log10", np.fabs: "fabs",
+              np.arctan2: "atan2", np.hypot: "hypot", np.arcsinh: "asinh",
+              np.arccosh: "acosh", np.arctanh: "atanh", np.floor: "floor", np.ceil: "ceil"}
+
+
 def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
-    """``np.linalg.solve`` for ``numpy.linalg.solve`` (the namespace swapped for CuPy)."""
+    """``np.linalg.solve`` for ``numpy.linalg.solve`` (the namespace swapped for CuPy).
+
+    The namespace ``"math"`` (code specialised for Python floats) prints ``math.sin`` where
+    the ``math`` module has the function, and NumPy's otherwise.
+    """
+    if namespace == "math":
+        if func in MATH_NAMES:
+            return ast.Attribute(ast.Name("math", ast.Load()), MATH_NAMES[func], ast.Load())
+        namespace = "np"
     module = getattr(func, "__module__", None) or "numpy"
     parts = [namespace] + [p for p in module.split(".")[1:] if p not in ("_core", "core",
                                                                        "fromnumeric", "numeric",

@@ -36,6 +36,7 @@ class Transform:
         self.fallback_reason: str | None = None
         self._fn: Callable | None = None
         self._specialised: dict[str, Callable | None] = {}
+        self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
         self._namespace: dict = {}
         self._free: dict = {}
         built = self._build({}, stacklevel=4)
@@ -59,6 +60,22 @@ class Transform:
                               stacklevel=stacklevel)
             return None
 
+    def _scalar_version(self) -> Callable:
+        """The code specialised for Python floats (``math`` functions), built once."""
+        fn = self._specialised.get("floats")
+        if fn is None:
+            from srcgrad.compiler import build
+            try:
+                built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
+                              scalar=True)
+            except CompileError:
+                fn = self._fn
+            else:
+                fn = built.functions[built.name]
+                self.sources["floats"] = built.source
+            self._specialised["floats"] = fn
+        return fn
+
     def _compiled_for(self, values: list) -> Callable | None:
         """The compiled function for these arguments: pytree arguments specialise it."""
         from srcgrad import pytree
@@ -72,6 +89,7 @@ class Transform:
             self._specialised[key] = built.functions[built.name] if built else None
             if built is not None:
                 self.source, self.graph = built.source, built.graph
+                self.sources[key] = built.source
         return self._specialised[key]
 
     def __repr__(self) -> str:
@@ -86,6 +104,11 @@ class Transform:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self._fn
         if fn is not None and not kwargs and len(args) == self._nparams:   # the fast path
+            for a in args:
+                if type(a) is not float:
+                    break
+            else:
+                return self._scalar_version()(*args)
             for i in self.wrt:
                 if isinstance(args[i], (dict, list, tuple)):
                     break

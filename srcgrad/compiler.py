@@ -49,12 +49,13 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
 
 
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
-          trees: dict[int, Any] | None = None) -> Built:
-    """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments."""
+          trees: dict[int, Any] | None = None, scalar: bool = False) -> Built:
+    """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments;
+    ``scalar`` specialises it for Python floats (``math`` functions, no shapes)."""
     ir = lower_function(fun, trees)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)
-    namespace = "np" if backend == "numpy" else "cp"
+    namespace = "math" if scalar else "np" if backend == "numpy" else "cp"
     module = _ModuleBuilder(ir, namespace)
     try:
         main = module.transform(ir, graph, kind, wrt_names, single)
@@ -63,6 +64,9 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
             from None
     title = (f"{kind} of {ir.name} ({_where(ir)}) with respect to "
              f"{', '.join(wrt_names)}")
+    if scalar:
+        module.free.setdefault("math", __import__("math"))
+        title += " (specialised for Python floats)"
     text = render(module.functions, module.helpers, module.temps, title, module.free, backend)
     functions = load(text, f"{kind} {ir.name}", module.free, backend)
     return Built(text, graph, functions, main, ir, module.free)
@@ -128,9 +132,9 @@ class _ModuleBuilder:
             body += [backward, ast.Return(ast.Tuple([result, _name(backward.name)],
                                                     ast.Load()))]
         else:
-            check = ast.Expr(ast.Call(em.tracer.use_helper("check_scalar", check_scalar),
-                                      [result], []))
-            body.append(check)
+            if not em.scalar:
+                body.append(ast.Expr(ast.Call(em.tracer.use_helper("check_scalar", check_scalar),
+                                              [result], [])))
             body += em.adjoint(1.0)
             grads = [em.gradient_of(p) for p in wrt]
             value = grads[0] if single else ast.Tuple(grads, ast.Load())
