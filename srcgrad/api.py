@@ -39,6 +39,8 @@ class Transform:
         self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
         self._namespace: dict = {}
         self._free: dict = {}
+        if backend == "auto":               # decided at the first call, by the arrays passed
+            return
         built = self._build({}, stacklevel=4)
         if built is not None:
             self.source, self.graph = built.source, built.graph
@@ -59,6 +61,18 @@ class Transform:
                               f"{self.__wrapped__.__qualname__}: {exc}", FallbackWarning,
                               stacklevel=stacklevel)
             return None
+
+    def _for_backend(self, args: tuple) -> Transform:
+        """``backend="auto"``: the NumPy or the CuPy transform, by the arrays passed."""
+        on_device = any(hasattr(a, "__cuda_array_interface__") for a in args)
+        name = "cupy" if on_device else "numpy"
+        transform = self._specialised.get(name)
+        if transform is None:
+            transform = Transform(self.__wrapped__, self.kind,
+                                  self.wrt[0] if self._single else self.wrt, backend=name,
+                                  strict=self.strict)
+            self._specialised[name] = transform
+        return transform
 
     def _scalar_version(self) -> Callable:
         """The code specialised for Python floats (``math`` functions), built once."""
@@ -102,6 +116,8 @@ class Transform:
         return list(bound.arguments.values())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.backend == "auto":
+            return self._for_backend(args)(*args, **kwargs)
         fn = self._fn
         if fn is not None and not kwargs and len(args) == self._nparams:   # the fast path
             for a in args:

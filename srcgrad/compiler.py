@@ -68,8 +68,18 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
         module.free.setdefault("math", __import__("math"))
         title += " (specialised for Python floats)"
     text = render(module.functions, module.helpers, module.temps, title, module.free, backend)
-    functions = load(text, f"{kind} {ir.name}", module.free, backend)
+    try:
+        functions = load(text, f"{kind} {ir.name}", module.free, backend)
+    except ImportError as exc:             # backend="cupy" without CuPy: the source stands
+        functions = {main: _missing_backend(backend, exc)}
     return Built(text, graph, functions, main, ir, module.free)
+
+
+def _missing_backend(backend: str, exc: Exception) -> Any:
+    def unavailable(*args: Any) -> Any:
+        raise RuntimeError(f"backend={backend!r} needs its array library: {exc} "
+                           "(pip install srcgrad[cuda])")
+    return unavailable
 
 
 def _where(ir: Function) -> str:
