@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen import support
-from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, numpy_path, to_expr
+from srcgrad.codegen.symbolic import (
+    Sym,
+    SymbolicError,
+    Tracer,
+    numpy_path,
+    subscript_expr,
+    to_expr,
+)
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.lowering_tables import const_expr
 from srcgrad.runtime import rules
@@ -432,14 +439,7 @@ class Emitter:
 
 def _index(index: Any) -> ast.expr:
     """An index for printing inside ``x[...]``: ``slice(a, b)`` written as ``a:b``."""
-    if isinstance(index, Var):
-        return _name(index.name)
-    if isinstance(index, tuple):
-        return ast.Tuple([_index(i) for i in index], ast.Load())
-    if isinstance(index, slice):
-        return ast.Slice(*(None if p is None else to_expr(p)
-                           for p in (index.start, index.stop, index.step)))
-    return to_expr(index)
+    return _name(index.name) if isinstance(index, Var) else subscript_expr(index)
 
 
 def _short(filename: str) -> str:

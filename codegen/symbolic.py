@@ -18,7 +18,8 @@ import numpy as np
 
 from srcgrad.lowering_tables import value_expr
 
-__all__ = ["Sym", "Tracer", "SymbolicError", "to_expr", "helper_sources", "numpy_path"]
+__all__ = ["Sym", "Tracer", "SymbolicError", "to_expr", "subscript_expr", "helper_sources",
+           "numpy_path"]
 
 
 class SymbolicError(TypeError):
@@ -62,16 +63,7 @@ def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
 
 def to_expr(value: Any) -> ast.expr:
     """Any value a rule passes along (Syms, numbers, tuples, slices) as an expression."""
-    if isinstance(value, Sym):
-        return value.node
-    if isinstance(value, tuple):
-        return ast.Tuple([to_expr(v) for v in value], ast.Load())
-    if isinstance(value, list):
-        return ast.List([to_expr(v) for v in value], ast.Load())
-    if isinstance(value, slice):
-        return ast.Call(ast.Name("slice", ast.Load()),
-                        [to_expr(value.start), to_expr(value.stop), to_expr(value.step)], [])
-    return value_expr(value)
+    return value_expr(value, leaf=lambda v: v.node if isinstance(v, Sym) else None)
 
 
 def _same(default: Any, value: Any) -> bool:
@@ -129,7 +121,7 @@ class Tracer:
         parts = index if isinstance(index, tuple) else (index,)
         if any(isinstance(p, slice) or p is Ellipsis for p in parts):
             return ast.Subscript(ast.Attribute(ast.Name(self.namespace, ast.Load()), "s_",
-                                               ast.Load()), _subscript(index), ast.Load())
+                                               ast.Load()), subscript_expr(index), ast.Load())
         return to_expr(index)
 
     def use_helper(self, name: str, fn: Any) -> ast.expr:
@@ -177,7 +169,7 @@ class Sym:
         return self.tracer.bind(ast.UnaryOp(ast.Invert(), self.node))
 
     def __getitem__(self, index: Any) -> Sym:
-        return Sym(ast.Subscript(self.node, _subscript(index), ast.Load()), self.tracer)
+        return Sym(ast.Subscript(self.node, subscript_expr(index), ast.Load()), self.tracer)
 
     def __hash__(self) -> int:
         return id(self)
@@ -244,9 +236,9 @@ def _tracer_of(args: tuple, params: dict) -> Tracer:
     raise AssertionError("no symbolic argument")
 
 
-def _subscript(index: Any) -> ast.expr:
+def subscript_expr(index: Any) -> ast.expr:
     if isinstance(index, tuple):
-        return ast.Tuple([_subscript(i) for i in index], ast.Load())
+        return ast.Tuple([subscript_expr(i) for i in index], ast.Load())
     if isinstance(index, slice):
         return ast.Slice(*(None if p is None else to_expr(p)
                            for p in (index.start, index.stop, index.step)))

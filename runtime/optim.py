@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import grad_mode
-from srcgrad.runtime.tensor import Tensor
+from srcgrad.runtime.tensor import Tensor, zero_grads
 
 __all__ = ["Optimizer", "SGD", "Adam"]
 
@@ -41,14 +41,7 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                if set_to_none:
-                    p._grad = None
-                else:
-                    p._grad = Tensor._make(np.zeros_like(p._grad._data))
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def state_dict(self) -> dict:
         index = {id(p): i for i, p in enumerate(p for g in self.param_groups

@@ -20,7 +20,7 @@ from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node, 
 from srcgrad.runtime.hooks import RemovableHandle
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
 
-__all__ = ["Tensor", "Size", "apply", "as_array"]
+__all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 
 _state = grad_mode._state
 _EMPTY: dict = {}
@@ -439,6 +439,13 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
         if node.ans is not None:
             node._ans_counter = result._version_counter
     return result
+
+
+def zero_grads(params: Any, set_to_none: bool = True) -> None:
+    """Reset ``.grad`` of each Tensor: to None, or to zeros (a new Tensor, as PyTorch)."""
+    for p in params:
+        if p._grad is not None:
+            p._grad = None if set_to_none else Tensor._make(np.zeros_like(p._grad._data))
 
 
 def backward_roots(tensors: Sequence[Tensor], grads: Sequence[Any], *, retain_graph: bool,

@@ -19,7 +19,7 @@ from srcgrad.codegen.symbolic import SymbolicError
 from srcgrad.errors import CompileError, Location
 from srcgrad.frontend import Env, parse_function
 from srcgrad.graph import active_names, build_graph
-from srcgrad.ir import Function
+from srcgrad.ir import Function, fresh_name
 from srcgrad.lower import lower
 from srcgrad.runtime import rules as _rules
 from srcgrad.runtime.primitives import PRIMITIVES
@@ -101,12 +101,7 @@ class _ModuleBuilder:
         self.taken = set(ir.used)
 
     def fresh_global(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def vjp_name(self, callee: Any, label: str | None = None) -> str:
         """The name of ``callee``'s vjp function, emitting it the first time."""

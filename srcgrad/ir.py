@@ -16,10 +16,11 @@ Every statement assigns one new name.  Its operands are :class:`Var` (an earlier
 from __future__ import annotations
 
 import ast
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Var", "Const", "Stmt", "Function", "Operand"]
+__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name"]
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,17 @@ class Function:
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "t"
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return fresh_name(base, self.used)
+
+
+def fresh_name(base: str, used: set[str]) -> str:
+    """``base`` made a valid identifier and unique in ``used`` (``x``, ``x_1``, …); recorded."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "t"
+    if base[0].isdigit() or keyword.iskeyword(base):
+        base = "v_" + base
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}_{k}"
+    used.add(name)
+    return name

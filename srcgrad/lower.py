@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import keyword
 import math
 import types
 from typing import Any
@@ -20,7 +19,7 @@ import numpy as np
 from srcgrad import lowering_tables as T
 from srcgrad.errors import CompileError, describe
 from srcgrad.frontend import Env, Source
-from srcgrad.ir import Const, Function, Stmt, Var
+from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
 
 __all__ = ["lower", "Pack"]
@@ -59,15 +58,7 @@ class Lowerer:
 
     # ------------------------------------------------------------------------- naming
     def fresh(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "t"
-        if base[0].isdigit() or keyword.iskeyword(base):
-            base = "v_" + base
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return fresh_name(base, self.used)
 
     def error(self, message: str, node: ast.AST) -> CompileError:
         return CompileError(message, self.src.where(node))

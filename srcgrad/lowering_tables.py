@@ -76,16 +76,19 @@ def const_expr(c: Const) -> ast.expr:
     return value_expr(c.value)
 
 
-def value_expr(value: Any) -> ast.expr:
-    """A Python value as an expression (slices as ``slice(...)`` calls)."""
-    if isinstance(value, tuple):
-        return ast.Tuple([value_expr(v) for v in value], ast.Load())
-    if isinstance(value, list):
-        return ast.List([value_expr(v) for v in value], ast.Load())
+def value_expr(value: Any, leaf: Any = None) -> ast.expr:
+    """A Python value as an expression (slices as ``slice(...)`` calls); ``leaf(v)`` may give
+    the expression of values it knows (the compiler's symbols)."""
+    node = leaf(value) if leaf is not None else None
+    if node is not None:
+        return node
+    if isinstance(value, (tuple, list)):
+        items = [value_expr(v, leaf) for v in value]
+        return ast.Tuple(items, ast.Load()) if isinstance(value, tuple) else ast.List(
+            items, ast.Load())
     if isinstance(value, slice):
         return ast.Call(ast.Name("slice", ast.Load()),
-                        [value_expr(value.start), value_expr(value.stop),
-                         value_expr(value.step)], [])
+                        [value_expr(p, leaf) for p in (value.start, value.stop, value.step)], [])
     if value is Ellipsis:
         return ast.Constant(Ellipsis)
     if isinstance(value, (np.floating, np.integer, np.bool_)):

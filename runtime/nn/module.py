@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime.printing import tensor_repr
-from srcgrad.runtime.tensor import Tensor, as_array
+from srcgrad.runtime.tensor import Tensor, as_array, zero_grads
 
 __all__ = ["Parameter", "Module"]
 
@@ -154,13 +154,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            if p._grad is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                p._grad = Tensor._make(np.zeros_like(p._grad._data))
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Any) -> Module:
         for m in self.children():
