@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 import copy
+from typing import Any
 
-__all__ = ["inline_single_use"]
+__all__ = ["inline_single_use", "eliminate_dead_code", "drop_empty_comments"]
 
 
 def _loads(tree: ast.AST) -> dict[str, int]:
@@ -57,3 +58,36 @@ class Substitute(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.id in self.defs:
             return copy.deepcopy(self.defs.pop(node.id))
         return node
+
+
+def drop_empty_comments(fn: ast.FunctionDef, is_comment: Any) -> None:
+    """Drop comment markers that no statement follows before the next comment (in place)."""
+    def clean(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in body:
+            if isinstance(st, ast.FunctionDef):
+                st.body = clean(st.body)
+            if out and is_comment(out[-1]) and is_comment(st):
+                out.pop()
+            out.append(st)
+        while out and is_comment(out[-1]):
+            out.pop()
+        return out
+    fn.body = clean(fn.body)
+
+
+def eliminate_dead_code(fn: ast.FunctionDef, pure: set[str]) -> None:
+    """Drop assignments to ``pure`` names that nothing reads (in place, to a fixed point).
+
+    Only pure computations are candidates: a random draw or a call the user wrote stays even
+    when its value is unused, so the forward pass keeps its effects.
+    """
+    while True:
+        counts = _loads(fn)
+        kept = [st for st in fn.body
+                if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                        and isinstance(st.targets[0], ast.Name) and st.targets[0].id in pure
+                        and counts.get(st.targets[0].id, 0) == 0)]
+        if len(kept) == len(fn.body):
+            return
+        fn.body = kept

@@ -64,10 +64,12 @@ class Emitter:
     """Emits the primal and adjoint of one lowered function."""
 
     def __init__(self, fn: Function, active: set[str], fresh: Callable[[str], str],
-                 vjp_name: Callable[[Any], str], namespace: str = "np") -> None:
+                 vjp_name: Callable[[Any], str], namespace: str = "np",
+                 facts: dict[str, tuple] | None = None) -> None:
         self.fn, self.active, self.fresh = fn, active, fresh
+        self.facts = facts or {}            # name -> (shape, dtype), when specialised
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
-        self.tracer = Tracer(fresh, namespace)
+        self.tracer = Tracer(fresh, namespace, self.facts)
         self.scalar = namespace == "math"     # specialised for Python floats
         self.namespace = "np" if self.scalar else namespace
         self.adj: dict[str, Any] = {}       # var -> ast.Name of its adjoint, or 1.0
@@ -206,12 +208,14 @@ class Emitter:
             g = self.adj[st.target]
             virtual = False
         gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
+        if isinstance(g, float) and not (isinstance(st.fn.fn, np.ufunc) or st.fn.name in (
+                "pow_scalar", "rsub")):
+            gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
         # d(sum(x)) is g everywhere: keep it a scalar standing for the full array
         if self._sums_everything(st):
             return emitted + self.accumulate(st.args[0].name, gsym, virtual=True)
         if self._averages_everything(st):
-            scale = self.tracer.call(self.tracer.use_helper("numel", rules.numel),
-                                     (self.tracer.sym(st.args[0].name).shape,), {})
+            scale = rules.numel(self.tracer.sym(st.args[0].name).shape)
             return emitted + self.accumulate(st.args[0].name, gsym / scale, virtual=True)
         ans = self.tracer.sym(st.target)
         xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
@@ -219,7 +223,12 @@ class Emitter:
         params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else
                   self._const(v) if isinstance(v, Const) else v for k, v in st.params.items()}
         contributions: list[tuple[str, Any]] = []
+        matmul = self._matrix_product(st, gsym, xs)
         for i, a in enumerate(st.args):
+            if matmul is not None:
+                if self._wants(a):
+                    contributions.append((a.name, matmul[i]))
+                continue
             rule = st.fn.vjp(i)
             if rule is None or not self._wants(a):
                 continue
@@ -229,7 +238,8 @@ class Emitter:
                 raise SymbolicError(f"{exc} (the rule of {st.fn.name}, line {st.line})") \
                     from None
             if isinstance(contrib, Sym) and st.fn.broadcasts and self._may_broadcast(st, i):
-                shape = ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], [])
+                shape = (to_expr(self.facts[a.name][0]) if a.name in self.facts else
+                         ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], []))
                 contrib = self.tracer.call(self.tracer.use_helper("unbroadcast", unbroadcast),
                                            (contrib, Sym(shape, self.tracer)), {})
             contributions.append((a.name, contrib))
@@ -241,6 +251,21 @@ class Emitter:
         return emitted
 
     # -- scalars standing for whole arrays ("virtual" adjoints), and merged contributions
+    def _matrix_product(self, st: Stmt, g: Any, xs: list) -> tuple | None:
+        """``a @ b`` of two matrices (known shapes): ``g @ b.T`` and ``a.T @ g`` directly."""
+        if st.fn.name not in ("matmul", "dot") or not isinstance(g, Sym):
+            return None
+        if any(not isinstance(a, Var) or len(self.facts.get(a.name, ((),))[0]) != 2
+               for a in st.args):
+            return None
+        a, b = xs
+        return g @ b.T, a.T @ g
+
+    def known_scalar(self, value: Any) -> bool:
+        """The result is known (from a first call) to hold one element."""
+        fact = self.facts.get(getattr(value, "name", None))
+        return fact is not None and int(np.prod(fact[0])) == 1
+
     def _sums_everything(self, st: Stmt) -> bool:
         return (st.fn.name == "sum" and st.params.get("axis") is None
                 and not st.params.get("keepdims"))
@@ -254,8 +279,7 @@ class Emitter:
         fn = st.fn.fn
         if st.fn.name in ("pow_scalar", "rsub", "sigmoid", "relu", "sum", "mean") or (
                 isinstance(fn, np.ufunc) and fn.nin == 1):
-            return st.fn.name not in ("sum", "mean") or self._sums_everything(st) or \
-                self._averages_everything(st)
+            return True          # reductions spread g by ``unreduce``, which takes a scalar
         return isinstance(fn, np.ufunc) and all(
             isinstance(a, Const) and isinstance(a.value, (int, float))
             for a in st.args if not isinstance(a, Var)) and sum(
@@ -282,6 +306,9 @@ class Emitter:
         stack = [contrib.node]
         while stack:
             for node in ast.walk(stack.pop()):
+                if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                                       and node.func.id == "numel"):
+                    return True                  # a helper spreads g to a full array
                 if isinstance(node, ast.Name):
                     if node.id in defs:
                         stack.append(defs.pop(node.id))
@@ -400,9 +427,13 @@ class Emitter:
         return Sym(const_expr(c), self.tracer)
 
     def _may_broadcast(self, st: Stmt, i: int) -> bool:
-        """False when every other input is a Python number (which cannot broadcast x)."""
+        """False when every other input is a Python number (which cannot broadcast x), or
+        when the shapes are known to agree."""
         if self.scalar:
             return False
+        arg = st.args[i]
+        if arg.name in self.facts and st.target in self.facts:
+            return self.facts[arg.name][0] != self.facts[st.target][0]
         others = [a for j, a in enumerate(st.args) if j != i]
         return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
                        for a in others)
@@ -425,6 +456,9 @@ class Emitter:
         if d is None:
             return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
         value = ast.Constant(d) if isinstance(d, float) else d
+        if isinstance(d, ast.Name) and d.id in self.facts and param in self.facts and \
+                self.facts[d.id] == self.facts[param] and self.facts[param][1] != float:
+            return value                     # known to have the input's shape and dtype
         return ast.Call(helper("match_input", support.match_input), [value, _name(param)], [])
 
 

@@ -92,9 +92,10 @@ def _is_number(value: Any, target: float) -> bool:
 class Tracer:
     """Collects the statements a rule's symbolic evaluation produces, and the helpers used."""
 
-    def __init__(self, fresh: Any, namespace: str = "np") -> None:
+    def __init__(self, fresh: Any, namespace: str = "np", facts: dict | None = None) -> None:
         self.fresh = fresh
         self.namespace = namespace
+        self.facts = facts or {}          # name -> (shape, dtype) of a specialisation
         self.stmts: list[ast.stmt] = []
         self.temps: set[str] = set()
         self.helpers: dict[str, Any] = {}
@@ -175,12 +176,21 @@ class Sym:
         return id(self)
 
     # -- attributes a rule may read
+    def _fact(self) -> tuple | None:
+        return self.tracer.facts.get(self.node.id) if isinstance(self.node, ast.Name) else None
+
     @property
-    def shape(self) -> Sym:
+    def shape(self) -> Any:
+        fact = self._fact()
+        if fact is not None:
+            return fact[0]                     # known: rules fold it into constants
         return Sym(ast.Attribute(self.node, "shape", ast.Load()), self.tracer)
 
     @property
-    def ndim(self) -> Sym:
+    def ndim(self) -> Any:
+        fact = self._fact()
+        if fact is not None:
+            return len(fact[0])
         return Sym(ast.Attribute(self.node, "ndim", ast.Load()), self.tracer)
 
     @property

@@ -56,8 +56,8 @@ def inverse_permutation(axes: tuple[int, ...] | None) -> tuple[int, ...] | None:
 @primitive(dtype_rule="same")
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
-    if isinstance(g, (int, float)):              # a folded constant (compiled code)
-        return np.full(shape, g)
+    if isinstance(g, (int, float)) or g.ndim == 0:  # a constant: as in compiled code
+        return np.full_like(g, g, shape=shape)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
     return np.broadcast_to(g, shape)

@@ -7,11 +7,14 @@ one ``FallbackWarning`` naming the reason (``strict=True`` raises the ``CompileE
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from srcgrad.errors import CompileError, FallbackWarning
 
@@ -39,6 +42,8 @@ class Transform:
         self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
         self._namespace: dict = {}
         self._free: dict = {}
+        self._probe_fn: Callable | None = None
+        self._shapes_fixed = False
         if backend == "auto":               # decided at the first call, by the arrays passed
             return
         built = self._build({}, stacklevel=4)
@@ -46,6 +51,9 @@ class Transform:
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
             self._namespace, self._free = built.functions, built.free
+            from srcgrad.shapes import shapes_follow_from_inputs
+            self._shapes_fixed = kind != "vjp" and backend == "numpy" and \
+                shapes_follow_from_inputs(built.ir)
 
     def _build(self, trees: dict, stacklevel: int) -> Any:
         from srcgrad.compiler import build
@@ -61,6 +69,46 @@ class Transform:
                               f"{self.__wrapped__.__qualname__}: {exc}", FallbackWarning,
                               stacklevel=stacklevel)
             return None
+
+    def _by_shapes(self, args: tuple) -> Any:
+        """Code specialised for the arguments' shapes and dtypes, learnt at a first call.
+
+        The first call with a new signature runs the generic code, which also reports the
+        shape of every value; the code built from those facts (no run-time shape checks, sizes
+        folded into constants, matrix products written out) serves the later calls.
+        """
+        key = tuple((a.shape, a.dtype) if type(a) is np.ndarray else type(a) for a in args)
+        fn = self._specialised.get(key)
+        if fn is not None:
+            return fn(*args)
+        if len(self._specialised) >= 16:
+            return self._fn(*args)
+        result, values = self._probe()(*args)
+        facts = {name: (v.shape, v.dtype) for name, v in values.items()
+                 if isinstance(v, (np.ndarray, np.generic))}
+        facts.update({name: ((), float) for name, v in values.items() if type(v) is float})
+        from srcgrad.compiler import build
+        built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
+                      facts=facts)
+        self._specialised[key] = built.functions[built.name]
+        self.sources[repr(key)] = built.source
+        return result
+
+    def _probe(self) -> Callable:
+        """The generic function, changed to return its local values along with its result."""
+        if self._probe_fn is None:
+            tree = ast.parse(self.source)
+            main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
+                        and n.name == self._fn.__name__)
+            for node in main.body:
+                if isinstance(node, ast.Return):
+                    node.value = ast.Tuple([node.value, ast.Call(ast.Name("locals", ast.Load()),
+                                                                 [], [])], ast.Load())
+            namespace = dict(self._namespace)
+            exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
+                         "exec"), namespace)
+            self._probe_fn = namespace[main.name]
+        return self._probe_fn
 
     def _for_backend(self, args: tuple) -> Transform:
         """``backend="auto"``: the NumPy or the CuPy transform, by the arrays passed."""
@@ -129,6 +177,8 @@ class Transform:
                 if isinstance(args[i], (dict, list, tuple)):
                     break
             else:
+                if self._shapes_fixed:
+                    return self._by_shapes(args)
                 return fn(*args)
         values = self._bind(args, kwargs)
         fn = self._compiled_for(values) if self.fallback_reason is None else None

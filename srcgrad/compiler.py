@@ -14,6 +14,7 @@ from typing import Any
 import networkx as nx
 
 from srcgrad.codegen.module import load, render
+from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.reverse import Emitter, _name
 from srcgrad.codegen.symbolic import SymbolicError
 from srcgrad.errors import CompileError, Location
@@ -49,14 +50,16 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
 
 
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
-          trees: dict[int, Any] | None = None, scalar: bool = False) -> Built:
+          trees: dict[int, Any] | None = None, scalar: bool = False,
+          facts: dict[str, tuple] | None = None) -> Built:
     """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments;
-    ``scalar`` specialises it for Python floats (``math`` functions, no shapes)."""
+    ``scalar`` specialises it for Python floats (``math`` functions, no shapes); ``facts``
+    (the shape and dtype of each value, seen at a first call) specialise it for those."""
     ir = lower_function(fun, trees)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)
     namespace = "math" if scalar else "np" if backend == "numpy" else "cp"
-    module = _ModuleBuilder(ir, namespace)
+    module = _ModuleBuilder(ir, namespace, facts)
     try:
         main = module.transform(ir, graph, kind, wrt_names, single)
     except SymbolicError as exc:
@@ -90,8 +93,9 @@ def _where(ir: Function) -> str:
 class _ModuleBuilder:
     """Collects the functions, helpers and free names of one generated module."""
 
-    def __init__(self, ir: Function, namespace: str) -> None:
+    def __init__(self, ir: Function, namespace: str, facts: dict | None = None) -> None:
         self.namespace = namespace
+        self.facts = facts
         self.functions: list[ast.FunctionDef] = []
         self.helpers: dict[str, Any] = {}
         self.temps: set[str] = set()
@@ -123,7 +127,8 @@ class _ModuleBuilder:
 
     def transform(self, ir: Function, graph: nx.DiGraph, kind: str, wrt: list[str],
                   single: bool, name: str | None = None) -> str:
-        em = Emitter(ir, active_names(graph), ir.fresh, self.vjp_name, self.namespace)
+        em = Emitter(ir, active_names(graph), ir.fresh, self.vjp_name, self.namespace,
+                     facts=self.facts if name is None else None)
         body = em.primal()
         result = em.operand(ir.result)
         if kind == "vjp":
@@ -137,7 +142,7 @@ class _ModuleBuilder:
             body += [backward, ast.Return(ast.Tuple([result, _name(backward.name)],
                                                     ast.Load()))]
         else:
-            if not em.scalar:
+            if not em.scalar and not em.known_scalar(ir.result):
                 body.append(ast.Expr(ast.Call(em.tracer.use_helper("check_scalar", check_scalar),
                                               [result], [])))
             body += em.adjoint(1.0)
@@ -150,9 +155,13 @@ class _ModuleBuilder:
                                           else f"lambda_{kind}")
         fn = ast.FunctionDef(name=fname, args=_args(ir.params), body=body, decorator_list=[],
                              returns=None, type_params=[], lineno=0)
+        if kind != "vjp":
+            eliminate_dead_code(fn, {st.target for st in ir.body if st.kind == "prim"})
         self.functions.append(fn)
         self.helpers.update(em.tracer.helpers)
-        self.temps |= em.tracer.temps | ir.inline
+        lowering_temps = {st.target for st in ir.body if st.kind == "prim"
+                          and st.target not in ir.source_names}
+        self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
 
 

@@ -59,8 +59,7 @@ def logistic_regression_grad(w, b, x, y):
     x_at_w = x @ w
     z = x_at_w + b
     # snapshot_functions.py:16  return np.mean(np.log1p(np.exp(-z)) + (1 - y) * z)
-    z_neg = -z
-    exp_z_neg = np.exp(z_neg)
+    exp_z_neg = np.exp(-z)
     log1p_exp_z_neg = np.log1p(exp_z_neg)
     v_1_minus_y = 1 - y
     v_1_minus_y_times_z = v_1_minus_y * z

@@ -73,8 +73,7 @@ def mlp_loss_grad(params, x, y):
     b2 = params['b2']
     # snapshot_functions.py:8  h = np.tanh(x @ params["W1"] + params["b1"])
     x_at_W1 = x @ W1
-    x_at_W1_plus_b1 = x_at_W1 + b1
-    h = np.tanh(x_at_W1_plus_b1)
+    h = np.tanh(x_at_W1 + b1)
     # snapshot_functions.py:9  pred = h @ params["W2"] + params["b2"]
     h_at_W2 = h @ W2
     pred = h_at_W2 + b2

@@ -56,8 +56,8 @@ def unbroadcast(x, shape):
 
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
-    if isinstance(g, (int, float)):
-        return np.full(shape, g)
+    if isinstance(g, (int, float)) or g.ndim == 0:
+        return np.full_like(g, g, shape=shape)
     if axis is not None and (not keepdims):
         g = np.expand_dims(g, tuple((a % len(shape) for a in np.atleast_1d(axis).tolist())))
     return np.broadcast_to(g, shape)
@@ -77,12 +77,10 @@ def softmax_cross_entropy_grad(w, x, labels):
     # snapshot_functions.py:24  return -np.mean(np.sum(labels * log_probs, axis=1))
     times = labels * log_probs
     sum_times = np.sum(times, axis=1)
-    mean_sum_times = np.mean(sum_times)
-    softmax_cross_entropy = -mean_sum_times
+    softmax_cross_entropy = -np.mean(sum_times)
     check_scalar(softmax_cross_entropy)
     # adjoint of snapshot_functions.py:24  return -np.mean(np.sum(labels * log_probs, axis=1))
     d_sum_times = -1.0 / numel(sum_times.shape)
-    d_sum_times = np.full(np.shape(sum_times), d_sum_times)
     d_times = unreduce(d_sum_times, shape=times.shape, axis=1)
     d_log_probs = unbroadcast(d_times * labels, np.shape(log_probs))
     # adjoint of snapshot_functions.py:23  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
