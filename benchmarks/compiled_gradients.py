@@ -125,11 +125,18 @@ def scalar_by_hand(a, b):
 
 
 # ------------------------------------------------------------------------------ measuring
-def best(fn, repeat, number=None):
-    if number is None:
+def interleaved(fns: dict, repeat: int) -> dict:
+    """The best time of each function, measured in alternation so drift hits all alike."""
+    numbers = {}
+    for name, fn in fns.items():
         t = timeit.timeit(fn, number=1)
-        number = max(1, int(0.05 / max(t, 1e-7)))
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+        numbers[name] = max(1, int(0.02 / max(t, 1e-7)))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = timeit.timeit(fn, number=numbers[name]) / numbers[name]
+            best[name] = min(best[name], t)
+    return best
 
 
 def workloads():
@@ -185,7 +192,7 @@ def eager_gradient(lib, name, args):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=15)
     args_ = parser.parse_args()
     has_torch = importlib.util.find_spec("torch") is not None
     torch = None
@@ -208,12 +215,14 @@ def main() -> None:
         for a, b in zip(got if isinstance(got, tuple) else (got,),
                         ref if isinstance(ref, tuple) else (ref,)):
             np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
-        t_fwd = best(functools.partial(fn, *args), args_.repeat)
-        t_hand = best(functools.partial(by_hand, *args), args_.repeat)
-        t_comp = best(functools.partial(g, *args), args_.repeat)
-        t_eager = best(eager_gradient(srcgrad, name, args), args_.repeat)
-        t_torch = (best(eager_gradient(torch, name, args), args_.repeat) if has_torch
-                   else float("nan"))
+        fns = {"fwd": functools.partial(fn, *args), "hand": functools.partial(by_hand, *args),
+               "comp": functools.partial(g, *args),
+               "eager": eager_gradient(srcgrad, name, args)}
+        if has_torch:
+            fns["torch"] = eager_gradient(torch, name, args)
+        t = interleaved(fns, args_.repeat)
+        t_fwd, t_hand, t_comp, t_eager = t["fwd"], t["hand"], t["comp"], t["eager"]
+        t_torch = t.get("torch", float("nan"))
         print(f"{name:24} {t_fwd * 1e6:9.1f}µ {t_hand * 1e6:9.1f}µ {t_comp * 1e6:9.1f}µ "
               f"{t_eager * 1e6:9.1f}µ {t_torch * 1e6:9.1f}µ {t_comp / t_hand:9.2f} "
               f"{t_comp / t_fwd:8.2f} {build_ms:8.1f}")

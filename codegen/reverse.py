@@ -11,6 +11,7 @@ computed.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +79,7 @@ class Emitter:
         self.callees: list[Any] = []
         self.virtual: set[str] = set()      # adjoints kept as scalars standing for arrays
         self.aliases: set[str] = set()      # adjoints that are another variable's name
+        self.owned: set[str] = set()        # adjoint names holding arrays made here
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -208,15 +210,15 @@ class Emitter:
             g = self.adj[st.target]
             virtual = False
         gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
-        if isinstance(g, float) and not (isinstance(st.fn.fn, np.ufunc) or st.fn.name in (
-                "pow_scalar", "rsub")):
-            gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
         # d(sum(x)) is g everywhere: keep it a scalar standing for the full array
         if self._sums_everything(st):
             return emitted + self.accumulate(st.args[0].name, gsym, virtual=True)
         if self._averages_everything(st):
             scale = rules.numel(self.tracer.sym(st.args[0].name).shape)
             return emitted + self.accumulate(st.args[0].name, gsym / scale, virtual=True)
+        if isinstance(g, float) and not (isinstance(st.fn.fn, np.ufunc) or st.fn.name in (
+                "pow_scalar", "rsub")):
+            gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
         ans = self.tracer.sym(st.target)
         xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
               for a in st.args]
@@ -336,8 +338,7 @@ class Emitter:
 
         class Expand(ast.NodeTransformer):
             def visit_Name(self, node: ast.Name) -> ast.AST:
-                return self.visit(defs[node.id]) if node.id in defs else node
-        import copy
+                return self.visit(copy.deepcopy(defs[node.id])) if node.id in defs else node
         return ast.dump(Expand().visit(copy.deepcopy(contrib.node)))
 
     def adjoint_call(self, st: Stmt, g: Any) -> list[ast.stmt]:
@@ -411,11 +412,25 @@ class Emitter:
         if old is None:
             name = self.fresh(f"d_{var}")
             stmts.append(_assign(name, value))
+            if self._fresh_array(value, stmts):
+                self.owned.add(name)
+        elif old.id in self.owned and not self.scalar:
+            name = old.id                   # an array this code made: add into it
+            stmts.append(ast.AugAssign(_name(name), ast.Add(), value))
         else:
             name = old.id
             stmts.append(_assign(name, ast.BinOp(_name(name), ast.Add(), value)))
+            self.owned.add(name)
         self.adj[var] = _name(name)
         return stmts
+
+    def _fresh_array(self, value: ast.expr, stmts: list[ast.stmt]) -> bool:
+        """Whether ``value`` is a new array no other name refers to (arithmetic makes one)."""
+        defs = {st.targets[0].id: st.value for st in stmts if isinstance(st, ast.Assign)
+                and isinstance(st.targets[0], ast.Name)}
+        while isinstance(value, ast.Name) and value.id in defs and value.id in self.tracer.temps:
+            value = defs[value.id]
+        return isinstance(value, (ast.BinOp, ast.UnaryOp))
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active

@@ -66,6 +66,17 @@ def to_expr(value: Any) -> ast.expr:
     return value_expr(value, leaf=lambda v: v.node if isinstance(v, Sym) else None)
 
 
+def _hint(expr: ast.expr) -> str:
+    """A readable name for a temporary that stays (one read twice or more)."""
+    if isinstance(expr, ast.Compare):
+        return "mask"
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "t")
+        return name.lstrip("_")
+    return "t"
+
+
 def _same(default: Any, value: Any) -> bool:
     if isinstance(value, Sym) or default is inspect.Parameter.empty:
         return False
@@ -101,7 +112,7 @@ class Tracer:
         self.helpers: dict[str, Any] = {}
 
     def bind(self, expr: ast.expr) -> Sym:
-        name = self.fresh("t")
+        name = self.fresh(_hint(expr))
         self.temps.add(name)
         self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], expr, lineno=0))
         return Sym(ast.Name(name, ast.Load()), self)

@@ -116,7 +116,7 @@ class Compiled:
             from srcgrad.codegen.recording import recording_namespace
             name = next(n for n, f in self.transform._namespace.items()
                         if f is self.transform._fn)
-            ns = load(self.source, f"recording {self.__wrapped__.__name__}",
+            ns = load(_without_inplace(self.source), f"recording {self.__wrapped__.__name__}",
                       self.transform._free, self.transform.backend)
             ns.update(recording_namespace(ns))
             self._recording = ns[name]
@@ -143,6 +143,18 @@ def _array_view(t: Tensor, cls: type) -> Tensor:
         v._output_nr = t._output_nr
         v._requires_grad = True
     return v
+
+
+def _without_inplace(source: str) -> str:
+    """``d += c`` as ``d = d + c``: recorded Tensors must not be changed in place."""
+    import ast
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+            target = ast.Name(node.target.id, ast.Store())
+            value = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
+            return ast.copy_location(ast.Assign([target], value), node)
+    return ast.unparse(ast.fix_missing_locations(Rewrite().visit(ast.parse(source))))
 
 
 def _wrap_outputs(value: Any, node: CompiledBackward | None) -> Any:

@@ -92,7 +92,8 @@ def softmax_cross_entropy_grad(w, x, labels):
     # adjoint of snapshot_functions.py:22  shifted = logits - np.max(logits, axis=1, keepdims=True)
     d_logits = unbroadcast(d_shifted, np.shape(logits))
     d_max_logits = unbroadcast(-d_shifted, np.shape(max_logits))
-    d_logits = d_logits + unreduce(d_max_logits / np.sum(logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True), axis=1, keepdims=True), shape=logits.shape, axis=1, keepdims=True) * (logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True))
+    mask = logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True)
+    d_logits = d_logits + unreduce(d_max_logits / np.sum(mask, axis=1, keepdims=True), shape=logits.shape, axis=1, keepdims=True) * mask
     # adjoint of snapshot_functions.py:21  logits = x @ w
     d_w = matmul_rhs_grad(d_logits, x, b_shape=w.shape)
     return match_input(d_w, w)
