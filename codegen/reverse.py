@@ -472,7 +472,7 @@ class Emitter:
             return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
         value = ast.Constant(d) if isinstance(d, float) else d
         if isinstance(d, ast.Name) and d.id in self.facts and param in self.facts and \
-                self.facts[d.id] == self.facts[param] and self.facts[param][1] != float:
+                self.facts[d.id] == self.facts[param] and self.facts[param][1] is not float:
             return value                     # known to have the input's shape and dtype
         return ast.Call(helper("match_input", support.match_input), [value, _name(param)], [])
 

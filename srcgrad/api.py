@@ -43,6 +43,7 @@ class Transform:
         self._namespace: dict = {}
         self._free: dict = {}
         self._probe_fn: Callable | None = None
+        self._latest: Callable | None = None    # the newest shape specialisation
         self._shapes_fixed = False
         if backend == "auto":               # decided at the first call, by the arrays passed
             return
@@ -88,9 +89,10 @@ class Transform:
                  if isinstance(v, (np.ndarray, np.generic))}
         facts.update({name: ((), float) for name, v in values.items() if type(v) is float})
         from srcgrad.compiler import build
+        guard = {name: facts[name] for name in built_params(self) if name in facts}
         built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
-                      facts=facts)
-        self._specialised[key] = built.functions[built.name]
+                      facts=facts, guard=(guard, self._dispatch))
+        self._specialised[key] = self._latest = built.functions[built.name]
         self.sources[repr(key)] = built.source
         return result
 
@@ -127,13 +129,14 @@ class Transform:
         fn = self._specialised.get("floats")
         if fn is None:
             from srcgrad.compiler import build
+            guard = {name: ((), float) for name in built_params(self)}
             try:
                 built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
-                              scalar=True)
+                              scalar=True, guard=(guard, self._dispatch))
             except CompileError:
                 fn = self._fn
             else:
-                fn = built.functions[built.name]
+                fn = self._latest = built.functions[built.name]
                 self.sources["floats"] = built.source
             self._specialised["floats"] = fn
         return fn
@@ -164,28 +167,32 @@ class Transform:
         return list(bound.arguments.values())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        latest = self._latest
+        if latest is not None and not kwargs:
+            return latest(*args)      # guarded: it hands other signatures to _dispatch
+        return self._dispatch(*args, **kwargs)
+
+    def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
+        """Pick the code for these arguments: floats, pytrees, shapes, or the generic code."""
         if self.backend == "auto":
             return self._for_backend(args)(*args, **kwargs)
         fn = self._fn
-        if fn is not None and not kwargs and len(args) == self._nparams:   # the fast path
-            for a in args:
-                if type(a) is not float:
-                    break
-            else:
+        if fn is not None and not kwargs and len(args) == self._nparams:
+            if all(type(a) is float for a in args):
                 return self._scalar_version()(*args)
-            for i in self.wrt:
-                if isinstance(args[i], (dict, list, tuple)):
-                    break
-            else:
-                if self._shapes_fixed:
-                    return self._by_shapes(args)
-                return fn(*args)
+            if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
+                return self._by_shapes(args) if self._shapes_fixed else fn(*args)
         values = self._bind(args, kwargs)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         if fn is not None:
             return fn(*values)
         from srcgrad.fallback import eager_transform
         return eager_transform(self.__wrapped__, self.kind, values, self.wrt, self._single)
+
+
+def built_params(transform: Transform) -> list[str]:
+    """The generated function's parameter names (the user's, possibly renamed)."""
+    return list(inspect.signature(transform._fn).parameters)
 
 
 def _position(w: Any, names: list[str], fun: Callable) -> int:

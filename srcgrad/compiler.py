@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
-from srcgrad.codegen.reverse import Emitter, _name
+from srcgrad.codegen.reverse import Emitter, _name, comment
 from srcgrad.codegen.symbolic import SymbolicError
 from srcgrad.errors import CompileError, Location
 from srcgrad.frontend import Env, parse_function
@@ -51,15 +52,19 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
 
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
           trees: dict[int, Any] | None = None, scalar: bool = False,
-          facts: dict[str, tuple] | None = None) -> Built:
+          facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Built:
     """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments;
     ``scalar`` specialises it for Python floats (``math`` functions, no shapes); ``facts``
-    (the shape and dtype of each value, seen at a first call) specialise it for those."""
+    (the shape and dtype of each value, seen at a first call) specialise it for those, and
+    ``guard`` = (argument facts, fallback) makes it hand other arguments to the fallback."""
     ir = lower_function(fun, trees)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)
     namespace = "math" if scalar else "np" if backend == "numpy" else "cp"
     module = _ModuleBuilder(ir, namespace, facts)
+    if guard is not None:
+        module.guard = guard[0]
+        module.free["dispatch"] = guard[1]
     try:
         main = module.transform(ir, graph, kind, wrt_names, single)
     except SymbolicError as exc:
@@ -96,6 +101,7 @@ class _ModuleBuilder:
     def __init__(self, ir: Function, namespace: str, facts: dict | None = None) -> None:
         self.namespace = namespace
         self.facts = facts
+        self.guard: dict | None = None
         self.functions: list[ast.FunctionDef] = []
         self.helpers: dict[str, Any] = {}
         self.temps: set[str] = set()
@@ -157,12 +163,32 @@ class _ModuleBuilder:
                              returns=None, type_params=[], lineno=0)
         if kind != "vjp":
             eliminate_dead_code(fn, {st.target for st in ir.body if st.kind == "prim"})
+        if self.guard and name is None:
+            fn.body.insert(0, _guard(self.guard, ir.params))
         self.functions.append(fn)
         self.helpers.update(em.tracer.helpers)
         lowering_temps = {st.target for st in ir.body if st.kind == "prim"
                           and st.target not in ir.source_names}
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
+
+
+def _guard(facts: dict, params: list[str]) -> ast.stmt:
+    """``if`` the arguments are not the shapes this code was specialised for: hand them on."""
+    tests = []
+    for name, (shape, dtype) in facts.items():
+        if dtype is float:
+            tests.append(f"type({name}) is not float")
+        else:
+            tests.append(f"type({name}) is not np.ndarray or {name}.shape != {shape!r} "
+                         f"or {name}.dtype != np.{np.dtype(dtype).name}")
+    if not tests:
+        tests = ["False"]
+    text = (f"if {' or '.join(tests)}:\n"
+            f"    return dispatch({', '.join(params)})")
+    guard = ast.parse(text).body[0]
+    guard.body.insert(0, comment("specialised for the shapes of a first call; others go on"))
+    return guard
 
 
 def _args(names: list[str]) -> ast.arguments:
