@@ -254,3 +254,48 @@ def test_fallback_is_used_by_compile_too():
     out = c(t)
     out.backward()
     np.testing.assert_allclose(t.grad.numpy(), [3.0, 12.0])
+
+
+class TestSpecialisation:
+    def test_shapes_of_a_first_call_specialise_later_calls(self):
+        g = srcgrad.grad(loss, wrt=(0, 1))
+        first = g(W, X, Y)                   # generic code, which reports the shapes
+        again = g(W, X, Y)                   # the specialised code
+        assert len(g.sources) == 1
+        source = next(iter(g.sources.values()))
+        assert "unbroadcast" not in source.split("def loss_grad")[1]
+        assert "specialised for the shapes" in source
+        for a, b in zip(first, again):
+            np.testing.assert_allclose(a, b)
+
+    def test_other_shapes_pass_the_guard_to_their_own_code(self):
+        g = srcgrad.grad(loss)
+        g(W, X, Y)
+        g(W, X, Y)
+        x2, y2 = rng.normal(size=(9, 3)), rng.normal(size=9)
+        for _ in range(2):
+            np.testing.assert_allclose(g(W, x2, y2),
+                                       numerical_grad(loss, [W.copy(), x2, y2], 0), rtol=1e-6)
+        w32 = W.astype(np.float32)
+        assert g(w32, X.astype(np.float32), Y.astype(np.float32)).dtype == np.float32
+        np.testing.assert_allclose(g(W, X, Y), srcgrad.grad(loss)(W, X, Y))
+
+    def test_data_dependent_shapes_are_never_specialised(self):
+        fn = define("""
+            def f(x):
+                return np.sum(x[x > 0] ** 2)
+            """, {"np": np})
+        g = srcgrad.grad(fn, strict=True)
+        assert not g._shapes_fixed
+        a, b = np.array([1.0, -2.0, 3.0]), np.array([-1.0, 2.0, 3.0])
+        for x in (a, b, a):
+            np.testing.assert_allclose(g(x), 2 * x * (x > 0))
+
+    def test_python_floats_get_math_code(self):
+        g = srcgrad.grad(lambda a, b: a * b + np.sin(a) * np.exp(b), wrt=(0, 1))
+        ga, gb = g(0.5, 2.0)
+        assert "math.sin(a)" in g.sources["floats"]
+        assert ga == pytest.approx(2.0 + np.cos(0.5) * np.exp(2.0))
+        assert gb == pytest.approx(0.5 + np.sin(0.5) * np.exp(2.0))
+        arrays = g(np.array([0.5]), np.array([2.0]))       # arrays still take array code
+        np.testing.assert_allclose(arrays[0], [ga])
