@@ -24,6 +24,7 @@ __all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 
 _state = grad_mode._state
 _EMPTY: dict = {}
+_new = object.__new__
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -80,10 +81,16 @@ class Tensor(TensorBase):
     @classmethod
     def _make(cls, data: Any, grad_fn: Node | None = None, requires_grad: bool = False) -> Tensor:
         """Wrap an array without copying (the fast path every operation uses)."""
-        t = object.__new__(Tensor)
+        t = _new(Tensor)
         if type(data) is not np.ndarray and not hasattr(data, "__cuda_array_interface__"):
             data = np.asarray(data)
-        t._init(data, grad_fn, requires_grad)
+        t._data = data
+        t._grad_fn = grad_fn
+        t._requires_grad = requires_grad
+        t._output_nr = 0
+        t._grad = t._retains_grad = t._hooks = t._acc_ref = t._base = t._view_key = None
+        t._retains_grad = False
+        t._version_counter = [0]
         return t
 
     # ----------------------------------------------------------------------------- metadata
@@ -395,23 +402,24 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     follows PyTorch's promotion (or ``dtype`` when given, or NumPy's with ``numpy_semantics``).
     """
     data = []
-    flags = []              # which arguments are Tensors that require grad
+    requires = False
     first = None            # the dtype shared by every Tensor argument, if there is one
     mixed = False
     for a in args:
-        if isinstance(a, Tensor):
+        if type(a) is Tensor or isinstance(a, Tensor):
             d = a._data
             data.append(d)
-            flags.append(a._requires_grad)
+            if a._requires_grad:
+                requires = True
             if first is None:
                 first = d.dtype
             elif d.dtype != first:
                 mixed = True
         else:
             data.append(a)
-            flags.append(False)
-            mixed = mixed or not isinstance(a, float)
-    out = prim.fn(*data, **params)
+            if type(a) is not float:
+                mixed = True
+    out = prim.fn(*data, **params) if params else prim.fn(*data)
     if type(out) is not np.ndarray:
         out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out
     if dtype is None and not numpy_semantics:
@@ -427,12 +435,13 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
             dtype = data[0].dtype
         elif rule == "index":
             dtype = np.dtype(np.int64)
-    if dtype is not None and out.dtype != dtype:
+    if dtype is not None and out.dtype is not dtype and out.dtype != dtype:
         out = out.astype(dtype)
     result = Tensor._make(out)
-    if True not in flags or not _state.enabled or out.dtype.kind not in "fc":
+    if not requires or not _state.enabled or out.dtype.kind not in "fc":
         return result
-    needs = prim.needs(flags)
+    needs = prim.needs([type(a) is Tensor and a._requires_grad or isinstance(a, Tensor)
+                        and a._requires_grad for a in args])
     if needs is not None:
         node = result._grad_fn = make_node(name, prim, params, args, needs, out)
         result._requires_grad = True
