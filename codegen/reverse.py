@@ -147,7 +147,8 @@ class Emitter:
                             [to_expr(st.params["dtype"])], [])
         if name == "item":
             return ast.Call(ast.Attribute(args[0], "item", ast.Load()), [], [])
-        kwargs = [ast.keyword(k, self.param(v)) for k, v in st.params.items()]
+        kwargs = [ast.keyword(k, self.tracer.index_expr(v) if k == "index" and not isinstance(
+            v, (Var, Const)) else self.param(v)) for k, v in st.params.items()]
         if name in ("concatenate", "stack"):
             return ast.Call(numpy_path(getattr(np, name), self.namespace),
                             [ast.List(args, ast.Load())], kwargs)

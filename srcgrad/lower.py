@@ -123,10 +123,11 @@ class Lowerer:
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.assign(s.target, self.expr(s.value))
         elif isinstance(s, ast.AugAssign):
-            if not isinstance(s.target, ast.Name):
-                raise self.error(f"srcgrad cannot yet compile an augmented assignment to "
+            if not isinstance(s.target, (ast.Name, ast.Subscript)):
+                raise self.error(f"srcgrad cannot compile an augmented assignment to "
                                  f"{describe(s.target).lower()}", s.target)
-            value = self.binop(s.op, ast.Name(s.target.id, ast.Load()), s.value, s)
+            load = ast.copy_location(_as_load(s.target), s.target)
+            value = self.binop(s.op, load, s.value, s)
             self.assign(s.target, value)
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
@@ -155,10 +156,22 @@ class Lowerer:
             items = self.unpack(value, len(target.elts), target)
             for t, item in zip(target.elts, items):
                 self.assign(t, item)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.assign(target.value, self.subscript_write(target, value))
         else:
-            raise self.error(f"srcgrad cannot yet compile an assignment to "
-                             f"{describe(target).lower()} (subscript writes come with "
-                             "control flow and mutation)", target)
+            raise self.error(f"srcgrad cannot compile an assignment to "
+                             f"{describe(target).lower()}", target)
+
+    def subscript_write(self, target: ast.Subscript, value: Any) -> Var:
+        """``y[i] = v`` as ``y = index_put(y, v, index=i)``: a new array, so that no array
+        the caller passed is ever changed (and the adjoint can see the old one)."""
+        base = self.expr(target.value)
+        if not isinstance(base, Var):
+            raise self.error("srcgrad compiles subscript writes into arrays", target)
+        index = self.index_param(target.slice)
+        value = self.materialize(value, "t")
+        return self.prim(T.lookup("index_put"), [base, value], {"index": index},
+                         f"{base.name}_set", target)
 
     def rename_var(self, var: Var, user_name: str) -> Var:
         """Give the statement that made ``var`` the user's name (SSA: ``x``, ``x_1``, …)."""
@@ -513,6 +526,15 @@ class Lowerer:
                 return n
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))
+
+
+def _as_load(node: ast.expr) -> ast.expr:
+    import copy
+    node = copy.deepcopy(node)
+    for n in ast.walk(node):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()
+    return node
 
 
 def _copy(node: ast.AST) -> ast.AST:
