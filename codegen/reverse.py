@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen import support
+from srcgrad.codegen import control, support
 from srcgrad.codegen.symbolic import (
     Sym,
     SymbolicError,
@@ -89,10 +89,15 @@ class Emitter:
             if st.line != line:
                 line = st.line
                 out.append(comment(f"{_short(self.fn.filename)}:{st.line}  {st.text}"))
-            out.append(self.primal_stmt(st))
+            made = self.primal_stmt(st)
+            out.extend(made if isinstance(made, list) else [made])
         return out
 
-    def primal_stmt(self, st: Stmt) -> ast.stmt:
+    def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:
+        if st.kind == "branch":
+            return control.primal_branch(self, st)
+        if st.kind == "loop":
+            return control.primal_loop(self, st)
         if st.kind == "effect":
             return st.expr
         if st.kind == "static":
@@ -185,10 +190,11 @@ class Emitter:
 
     def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
         emitted: list[ast.stmt] = []
-        if st.target in self.virtual and st.kind in ("unpack", "call", "pack"):
+        structural = ("unpack", "call", "pack", "branch", "loop")
+        if st.target in self.virtual and st.kind in structural:
             emitted += self.materialize(st.target)      # callees see exact shapes
         g = self.adj.get(st.target)
-        if isinstance(g, float) and st.kind in ("unpack", "call", "pack"):
+        if isinstance(g, float) and st.kind in structural:
             g = ast.Constant(g)
         if st.kind == "unpack":
             self.tuple_adj.setdefault(st.args[0].name, {})[st.params["index"]] = g
@@ -202,7 +208,11 @@ class Emitter:
                         emitted += self.accumulate(a.name, part)
             return emitted
         if st.kind == "call":
-            return emitted + self.adjoint_call(st, g)
+            return emitted + self.adjoint_call(st, g, st.args)
+        if st.kind == "branch":
+            return emitted + self.adjoint_call(st, g, st.args[1:])
+        if st.kind == "loop":
+            return emitted + control.adjoint_loop(self, st, self.cotangent(st, g))
         if st.kind != "prim":
             return emitted
         virtual = st.target in self.virtual
@@ -296,7 +306,9 @@ class Emitter:
         full = ast.Call(ast.Attribute(_name(self.namespace), "full", ast.Load()),
                         [ast.Call(numpy_path(np.shape, self.namespace), [_name(var)], []),
                          value], [])
-        name = g.id if isinstance(g, ast.Name) else self.fresh(f"d_{var}")
+        name = g.id if isinstance(g, ast.Name) and var not in self.aliases else self.fresh(
+            f"d_{var}")
+        self.aliases.discard(var)
         self.adj[var] = _name(name)
         return [_assign(name, full)]
 
@@ -342,17 +354,24 @@ class Emitter:
                 return self.visit(copy.deepcopy(defs[node.id])) if node.id in defs else node
         return ast.dump(Expand().visit(copy.deepcopy(contrib.node)))
 
-    def adjoint_call(self, st: Stmt, g: Any) -> list[ast.stmt]:
-        if st.target in self.tuple_adj:
-            parts = self.tuple_adj[st.target]
-            n = max(parts) + 1
-            g = ast.Tuple([parts[i] if parts.get(i) is not None else ast.Constant(None)
-                           for i in range(n)], ast.Load())
+    def cotangent(self, st: Stmt, g: Any) -> ast.expr:
+        """The cotangent of a tuple-valued statement; missing parts are zeros."""
+        if st.target not in self.tuple_adj:
+            return g
+        parts = self.tuple_adj[st.target]
+        n = max(parts) + 1
+        zero = self.tracer.use_helper("zero_gradient", support.zero_gradient)
+        return ast.Tuple([parts[i] if parts.get(i) is not None else ast.Call(
+            zero, [ast.Subscript(_name(st.target), ast.Constant(i), ast.Load())], [])
+            for i in range(n)], ast.Load())
+
+    def adjoint_call(self, st: Stmt, g: Any, args: list) -> list[ast.stmt]:
+        g = self.cotangent(st, g)
         names = []
         wanted = []
         direct = set()
-        counts = [a.name for a in st.args if isinstance(a, Var)]
-        for a in st.args:
+        counts = [a.name for a in args if isinstance(a, Var)]
+        for a in args:
             if self._wants(a) and a.name not in self.adj and counts.count(a.name) == 1:
                 name = self.fresh(f"d_{a.name}")      # its first gradient: no sum needed
                 direct.add(a.name)

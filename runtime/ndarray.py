@@ -37,10 +37,13 @@ class Array(Tensor):
         return _apply(NUMPY_BINDINGS[ufunc][0], inputs, {})
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        if func in (np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like,
-                    np.full_like):
+        if func in (np.shape, np.ndim, np.size):
+            return func(args[0]._data, *args[1:], **kwargs)
+        if func in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
             plain = [a._data if isinstance(a, Tensor) else a for a in args]
-            return func(*plain, **kwargs)
+            out = Array._make(func(*plain, **kwargs))   # a new array, outside the graph
+            out.__class__ = Array
+            return out
         binding = NUMPY_BINDINGS.get(func)
         if binding is None:
             raise TypeError(f"numpy.{func.__name__} has no srcgrad derivative rule; register "

@@ -8,6 +8,7 @@ same module, each once.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from srcgrad.runtime.primitives import PRIMITIVES
 
 __all__ = ["Built", "build", "lower_function", "RESERVED"]
 
-RESERVED = ({"np", "cp", "math", "slice", "float", "int", "len", "range", "print", "_"}
+RESERVED = ({"np", "cp", "math", "_"} | set(dir(builtins))
             | {p.fn.__name__ for p in PRIMITIVES.values()}
             | {name for name in dir(_rules) if not name.startswith("__")}
             | {"match_input", "zero_gradient", "check_scalar"})
@@ -120,12 +121,14 @@ class _ModuleBuilder:
         if callee in self.in_progress:
             raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
                                "yet)")
-        base = label or (callee.__name__ if callee.__name__ != "<lambda>" else "lambda")
+        block = isinstance(callee, Function)           # a branch or loop body
+        base = label or callee.name if block else label or (
+            callee.__name__ if callee.__name__ != "<lambda>" else "lambda")
         name = self.vjp_names[callee] = self.fresh_global(f"{base}_vjp")
         self.in_progress.append(callee)
-        ir = lower_function(callee)
+        ir = callee if block else lower_function(callee)
         self.taken |= ir.used
-        graph = build_graph(ir, list(ir.params))
+        graph = build_graph(ir, [p for p in ir.params if p not in ir.nondiff], check=False)
         self.free.update(ir.free)
         self.transform(ir, graph, "vjp", list(ir.params), False, name=name)
         self.in_progress.pop()

@@ -22,11 +22,14 @@ def _op(st) -> str:
         return st.fn.name
     if st.kind == "call":
         return f"call {getattr(st.fn, '__name__', '?')}"
+    if st.kind in ("branch", "loop"):
+        return st.kind
     return st.kind
 
 
-def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
-    """The def-use graph of ``fn`` with ``active`` and ``saved`` set for ``wrt``."""
+def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
+    """The def-use graph of ``fn`` with ``active`` and ``saved`` set for ``wrt``; ``check``
+    refuses values of ``wrt`` flowing into static parameters (a dropped gradient)."""
     g = nx.DiGraph(name=fn.name)
     for p in fn.params:
         g.add_node(p, op="param", line=fn.firstline, kind="param", active=False, saved=False)
@@ -35,7 +38,8 @@ def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
         g.add_node(node, op=_op(st), line=st.line, kind=st.kind, active=False, saved=False)
         for i, a in enumerate(st.args):
             if isinstance(a, Var):
-                diff = st.kind in ("call", "pack", "unpack", "leaf") or (
+                diff = st.kind in ("call", "pack", "unpack", "leaf", "loop") or (
+                    st.kind == "branch" and i > 0) or (
                     st.kind == "prim" and st.fn.vjp(i) is not None)
                 g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)
         for u in st.uses:
@@ -49,7 +53,8 @@ def build_graph(fn: Function, wrt: list[str]) -> nx.DiGraph:
     useful = (nx.ancestors(diff_graph, result) | {result}) if result in g else set()
     for name in varied & useful:
         g.nodes[name]["active"] = True
-    _check_params(fn, g, varied, useful)
+    if check:
+        _check_params(fn, g, varied, useful)
     _mark_saved(fn, g)
     return g
 

@@ -10,7 +10,9 @@ Every statement assigns one new name.  Its operands are :class:`Var` (an earlier
 ``call``    ``target = callee(*args)``: another user function, transformed in its turn;
 ``pack``    ``target = (a, b, ...)``; ``unpack`` ``target = source[index]`` of a pack/call;
 ``effect``  a statement kept for its effect in the forward pass (``print``, ``assert``);
-``leaf``    ``target = param[path]``: one leaf of a pytree argument (a differentiable input).
+``leaf``    ``target = param[path]``: one leaf of a pytree argument (a differentiable input);
+``branch``  ``target = then(*args[1:]) if args[0] else orelse(*args[1:])``: two blocks;
+``loop``    the carried values after running a body block (and a test block for ``while``).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class Function:
     free: dict[str, object] = field(default_factory=dict)  # user globals the code reads
     inline: set[str] = field(default_factory=set)        # temporaries a pass may inline
     trees: dict[str, Any] = field(default_factory=dict)  # pytree parameter -> its leaves
+    nondiff: set[str] = field(default_factory=set)       # parameters never differentiated
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""

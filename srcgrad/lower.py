@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import lowering_tables as T
+from srcgrad.control import ControlFlow, exposed
 from srcgrad.errors import CompileError, describe
 from srcgrad.frontend import Env, Source
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
@@ -40,12 +41,15 @@ class Tree:
         self.children = children        # key (str or int) -> Tree or Var
 
 
-class Lowerer:
+class Lowerer(ControlFlow):
     def __init__(self, src: Source, env: Env, reserved: set[str],
-                 trees: dict[int, Any] | None = None) -> None:
+                 trees: dict[int, Any] | None = None, result_name: str | None = None) -> None:
         self.src, self.env = src, env
+        self.reserved = set(reserved)
+        self.result_name = result_name or src.name
         self.trees = trees or {}
         self.leaves: dict[str, Any] = {}      # parameter SSA name -> its Tree
+        self._live: list[set[str]] = []       # names read after the statement being lowered
         self.body: list[Stmt] = []
         self.scope: dict[str, Any] = {}
         self.used: set[str] = set(reserved)
@@ -59,6 +63,15 @@ class Lowerer:
     # ------------------------------------------------------------------------- naming
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.used)
+
+    def fresh_internal(self, base: str) -> str:
+        """A name for the compiler's own bookkeeping: never one of the user's names."""
+        user = {n.id for n in ast.walk(self.src.node) if isinstance(n, ast.Name)}
+        user |= {a.arg for a in ast.walk(self.src.node) if isinstance(a, ast.arg)}
+        taken = self.used | user
+        name = fresh_name(base, taken)
+        self.used.add(name)
+        return name
 
     def error(self, message: str, node: ast.AST) -> CompileError:
         return CompileError(message, self.src.where(node))
@@ -101,17 +114,22 @@ class Lowerer:
     def block(self, stmts: list[ast.stmt]) -> Any:
         for i, s in enumerate(stmts):
             self.line, self.text = s.lineno, self.src.text(s)
+            self._live.append(exposed(stmts[i + 1:]))
             if isinstance(s, ast.Return):
                 if i != len(stmts) - 1:
                     raise self.error("srcgrad compiles a return only at the end of the "
                                      "function (early returns come with control flow)", s)
                 if s.value is None:
                     raise self.error("the function must return a value", s)
-                value = self.materialize(self.expr(s.value), self.src.name)
+                value = self.materialize(self.expr(s.value), self.result_name)
                 if isinstance(value, Var) and value.name not in self.source_names:
-                    value = self.rename_var(value, self.src.name)
+                    value = self.rename_var(value, self.result_name)
+                self._live.pop()
                 return value
-            self.statement(s)
+            try:
+                self.statement(s)
+            finally:
+                self._live.pop()
         raise self.error("the function must end with a return statement",
                          stmts[-1] if stmts else self.src.node)
 
@@ -137,6 +155,12 @@ class Lowerer:
             self.effect(s, s.test)
         elif isinstance(s, ast.Pass):
             return
+        elif isinstance(s, ast.If):
+            self.if_statement(s)
+        elif isinstance(s, ast.For):
+            self.for_statement(s)
+        elif isinstance(s, ast.While):
+            self.while_statement(s)
         else:
             raise self.error(f"srcgrad cannot compile {describe(s)} yet", s)
 
@@ -224,6 +248,9 @@ class Lowerer:
         if method is None:
             raise self.error(f"srcgrad cannot compile {describe(node)} yet", node)
         return method(node)
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        return self.if_expression(node)
 
     def expr_Constant(self, node: ast.Constant) -> Const:
         return Const(node.value)

@@ -15,34 +15,36 @@ import srcgrad
 
 CASES = {
     # name: (source, line of the construct (1-based in the source), words in the message)
-    "for loop": ("""
-        def f(x):
-            y = x
-            for _ in range(3):
-                y = y * x
-            return np.sum(y)
-        """, 4, "for loop"),
-    "while loop": ("""
-        def f(x):
-            y = x
-            k = 0
-            while k < 2:
-                y = np.sin(y)
-                k += 1
-            return np.sum(y)
-        """, 5, "while loop"),
-    "if statement": ("""
-        def f(x):
-            if np.sum(x) > 0:
-                return np.sum(x ** 2)
-            return np.sum(x)
-        """, 3, "if statement"),
     "attribute write": ("""
         def f(x):
             box = BOX
             box.value = np.sum(x)
             return np.sum(x * box.value)
         """, 4, "attribute"),
+    "break": ("""
+        def f(x):
+            y = x
+            for _ in range(3):
+                y = y * x
+                break
+            return np.sum(y)
+        """, 6, "break"),
+    "continue": ("""
+        def f(x):
+            y = x
+            for k in range(3):
+                continue
+            return np.sum(y * x)
+        """, 5, "continue"),
+    "for else": ("""
+        def f(x):
+            y = x
+            for _ in range(2):
+                y = y * x
+            else:
+                y = y + 1
+            return np.sum(y)
+        """, 4, "for … else"),
     "try": ("""
         def f(x):
             try:
@@ -68,11 +70,6 @@ CASES = {
             parts = [x * k for k in range(3)]
             return np.sum(np.stack(parts))
         """, 3, "list comprehension"),
-    "conditional expression": ("""
-        def f(x):
-            y = x * 2 if x.shape[0] > 1 else x
-            return np.sum(y)
-        """, 3, "conditional expression"),
     "early return": ("""
         def f(x):
             return np.sum(x)

@@ -1,0 +1,105 @@
+"""Primal and adjoint of the control-flow statements (``branch`` and ``loop``).
+
+A branch calls the vjp of the block that runs and keeps its backward closure; its adjoint
+calls that closure.  A loop keeps one closure per iteration in a list (the tape) and its
+adjoint calls them in reverse, passing the carried cotangents from one to the next and
+summing the cotangents of the values the body only reads.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from srcgrad.ir import Stmt
+
+__all__ = ["primal_branch", "primal_loop", "adjoint_loop"]
+
+
+def _name(name: str, store: bool = False) -> ast.Name:
+    return ast.Name(name, ast.Store() if store else ast.Load())
+
+
+def _assign(targets: list[str] | str, value: ast.expr) -> ast.stmt:
+    if isinstance(targets, str):
+        return ast.Assign([_name(targets, True)], value, lineno=0)
+    return ast.Assign([ast.Tuple([_name(t, True) for t in targets], ast.Store())], value,
+                      lineno=0)
+
+
+def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
+    """``if cond: out, back = then_vjp(...) else: out, back = else_vjp(...)``."""
+    then_ir, else_ir = st.fn
+    args = [em.operand(a) for a in st.args[1:]]
+    back = em.fresh(f"{st.target}_backward") if st.target in em.active else "_"
+    if back != "_":
+        em.backward_of[st.target] = back
+    calls = [_assign([st.target, back], ast.Call(_name(em.vjp_name(ir)), args, []))
+             for ir in (then_ir, else_ir)]
+    return [ast.If(em.operand(st.args[0]), [calls[0]], [calls[1]])]
+
+
+def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
+    """The loop, keeping each iteration's backward closure when the loop is active."""
+    body_ir, test_ir = st.fn
+    n = st.params["carried"]
+    counter = em.fresh(st.params["counter"])
+    carried = [em.operand(a) for a in st.args[:n]]
+    consts = [em.operand(a) for a in st.args[n:]]
+    state = st.target
+    out: list[ast.stmt] = [_assign(state, ast.Tuple(carried, ast.Load()))]
+    active = st.target in em.active
+    backs = em.fresh(f"{state}_backs") if active else None
+    back = em.fresh(f"{state}_back") if active else "_"
+    if active:
+        em.backward_of[st.target] = backs
+        out.append(_assign(backs, ast.List([], ast.Load())))
+    call_args = [_name(counter), ast.Starred(_name(state), ast.Load()), *consts]
+    body: list[ast.stmt] = [_assign([state, back], ast.Call(_name(em.vjp_name(body_ir)),
+                                                            call_args, []))]
+    if active:
+        body.append(ast.Expr(ast.Call(ast.Attribute(_name(backs), "append", ast.Load()),
+                                      [_name(back)], [])))
+    if test_ir is None:
+        loop: ast.stmt = ast.For(_name(counter, True), ast.Call(
+            _name("range"), [em.operand(st.params["trip"])], []), body, [], lineno=0)
+        out.append(loop)
+    else:
+        value = ast.Subscript(ast.Call(_name(em.vjp_name(test_ir)), call_args, []),
+                              ast.Constant(0), ast.Load())      # (result, backward)[0]
+        test = ast.Subscript(value, ast.Constant(0), ast.Load())  # the test's one value
+        body.append(ast.AugAssign(_name(counter, True), ast.Add(), ast.Constant(1)))
+        out += [_assign(counter, ast.Constant(0)), ast.While(test, body, [])]
+    return out
+
+
+def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
+    """Call the iterations' closures in reverse; sum what the body only reads."""
+    n = st.params["carried"]
+    backs = em.backward_of[st.target]
+    emitted: list[ast.stmt] = []
+    d_state = em.fresh(f"d_{st.target}")
+    emitted.append(_assign(d_state, g))
+    consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
+    sums = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
+    for name in sums.values():
+        emitted.append(_assign(name, ast.Constant(0.0)))
+    back = em.fresh(f"{st.target}_back")
+    parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
+        em.fresh(f"d_{a.name}_part") if i in sums else "_"
+        for i, a in enumerate(st.args[n:], start=n)]
+    body: list[ast.stmt] = [_assign(parts, ast.Call(_name(back), [_name(d_state)], [])),
+                            _assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
+                                                       ast.Load()))]
+    for i, name in sums.items():
+        body.append(_assign(name, ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))))
+    emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
+                           body, [], lineno=0))
+    for i, a in enumerate(st.args[:n]):
+        if em._wants(a):
+            emitted += em.accumulate(a.name, ast.Subscript(_name(d_state), ast.Constant(i),
+                                                           ast.Load()))
+    for i, a in consts:
+        emitted += em.accumulate(a.name, _name(sums[i]))
+    return emitted
+
