@@ -54,12 +54,20 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     if active:
         em.backward_of[st.target] = backs
         out.append(_assign(backs, ast.List([], ast.Load())))
-    call_args = [_name(counter), ast.Starred(_name(state), ast.Load()), *consts]
+    stops = st.params.get("stops")
+    carried_now: ast.expr = _name(state)
+    if stops:                                  # the state ends with the body's break flag
+        carried_now = ast.Subscript(_name(state), ast.Slice(None, ast.Constant(n), None),
+                                    ast.Load())
+    call_args = [_name(counter), ast.Starred(carried_now, ast.Load()), *consts]
     body: list[ast.stmt] = [_assign([state, back], ast.Call(_name(em.vjp_name(body_ir)),
                                                             call_args, []))]
     if active:
         body.append(ast.Expr(ast.Call(ast.Attribute(_name(backs), "append", ast.Load()),
                                       [_name(back)], [])))
+    if stops:
+        body.append(ast.If(ast.Subscript(_name(state), ast.Constant(-1), ast.Load()),
+                           [ast.Break()], []))
     if test_ir is None:
         loop: ast.stmt = ast.For(_name(counter, True), ast.Call(
             _name("range"), [em.operand(st.params["trip"])], []), body, [], lineno=0)
@@ -88,7 +96,10 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
         em.fresh(f"d_{a.name}_part") if i in sums else "_"
         for i, a in enumerate(st.args[n:], start=n)]
-    body: list[ast.stmt] = [_assign(parts, ast.Call(_name(back), [_name(d_state)], [])),
+    seed: ast.expr = _name(d_state)
+    if st.params.get("stops"):                 # no cotangent for the break flag
+        seed = ast.BinOp(seed, ast.Add(), ast.Tuple([ast.Constant(None)], ast.Load()))
+    body: list[ast.stmt] = [_assign(parts, ast.Call(_name(back), [seed], [])),
                             _assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
                                                        ast.Load()))]
     for i, name in sums.items():

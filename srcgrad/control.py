@@ -51,6 +51,17 @@ def read(stmts: list[ast.AST]) -> set[str]:
     return {n.id for n in _walk(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _own_statements(stmts: list[ast.stmt]):
+    """The statements of a block and of its branches, not of the loops nested in it."""
+    for st in stmts:
+        yield st
+        if isinstance(st, ast.If):
+            yield from _own_statements(st.body)
+            yield from _own_statements(st.orelse)
+        elif isinstance(st, (ast.With, ast.Try)):
+            yield from _own_statements(st.body)
+
+
 def exposed(stmts: list[ast.stmt]) -> set[str]:
     """Names a sequence reads before assigning them (what must be live on entry)."""
     killed: set[str] = set()
@@ -91,7 +102,8 @@ class ControlFlow:
         from srcgrad.frontend import Source
         from srcgrad.lower import Lowerer
         ret = ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outputs], ast.Load()))
-        ast.copy_location(ret, body[-1] if body else node)
+        last = body[-1] if body and hasattr(body[-1], "lineno") else node
+        ast.copy_location(ret, last)
         ret.end_lineno, ret.end_col_offset = ret.lineno, ret.col_offset
         for n in ast.walk(ret):
             ast.copy_location(n, ret)
@@ -124,7 +136,7 @@ class ControlFlow:
 
     # ------------------------------------------------------------------------------- if
     def if_statement(self, s: ast.If) -> None:
-        then, orelse = s.body, s.orelse or [ast.Pass()]
+        then, orelse = s.body, s.orelse or [ast.copy_location(ast.Pass(), s)]
         for block in (then, orelse):
             self._no_jumps(block)
         cond = self.condition(s.test)
@@ -163,7 +175,6 @@ class ControlFlow:
     def for_statement(self, s: ast.For) -> None:
         if s.orelse:
             raise self.error("srcgrad cannot compile for … else yet", s)
-        self._no_jumps(s.body)
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
                   and len(s.iter.args) == 1)
@@ -172,17 +183,62 @@ class ControlFlow:
         body = ([] if simple else prologue) + s.body
         self._loop(s, body, counter, trip, None)
 
+    def _jumps(self, body: list[ast.stmt], node: ast.AST) -> tuple[list[ast.stmt], str | None]:
+        """``break``/``continue`` in a loop body as flags: the rest of the body is guarded.
+
+        Returns the new body and the name of the break flag (an extra output of the body),
+        or the body unchanged and None when it has no jumps of its own.
+        """
+        if not any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_statements(body)):
+            return body, None
+        brk, skip = self.fresh_internal("stop"), self.fresh_internal("skip")
+
+        def flag(name: str, value: bool) -> ast.stmt:
+            st = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
+            for n in ast.walk(st):
+                ast.copy_location(n, node)
+            return st
+
+        def rewrite(stmts: list[ast.stmt]) -> tuple[list[ast.stmt], bool]:
+            out: list[ast.stmt] = []
+            for i, st in enumerate(stmts):
+                if isinstance(st, (ast.Break, ast.Continue)):
+                    out.append(ast.copy_location(flag(brk if isinstance(st, ast.Break)
+                                                      else skip, True), st))
+                    return out, True
+                if isinstance(st, ast.If):
+                    then, j1 = rewrite(st.body)
+                    orelse, j2 = rewrite(st.orelse)
+                    filler = [ast.copy_location(ast.Pass(), st)]
+                    out.append(ast.copy_location(ast.If(st.test, then or filler,
+                                                        orelse), st))
+                    if j1 or j2:
+                        rest, _ = rewrite(stmts[i + 1:])
+                        if rest:
+                            test = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), [
+                                ast.Name(brk, ast.Load()), ast.Name(skip, ast.Load())]))
+                            for n in ast.walk(test):
+                                ast.copy_location(n, rest[0])
+                            out.append(ast.copy_location(ast.If(test, rest, []), rest[0]))
+                        return out, True
+                    continue
+                out.append(st)
+            return out, False
+
+        new, _ = rewrite(body)
+        return [flag(brk, False), flag(skip, False)] + new, brk
+
     def while_statement(self, s: ast.While) -> None:
         if s.orelse:
             raise self.error("srcgrad cannot compile while … else yet", s)
-        self._no_jumps(s.body)
         self._loop(s, s.body, self.fresh_internal("k"), None, s.test)
 
     def _loop(self, s: ast.stmt, body: list[ast.stmt], counter: str, trip: Any,
               test: ast.expr | None) -> None:
+        body, stop = self._jumps(body, s)
         live = self.live_after() | exposed(body) | (read([test]) if test is not None else set())
         carried = sorted(n for n in assigned(body) if n in live and n != counter
-                         and (n in self.scope or n in self.live_after()))
+                         and (n in self.scope or n in self.live_after()) and n != stop)
         for name in carried:
             if name not in self.scope:
                 raise self.error(f"{name!r} is first assigned inside the loop and used after "
@@ -191,7 +247,8 @@ class ControlFlow:
                                             set()) if n not in carried]
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
         params = [counter, *carried, *consts]
-        body_ir = self.block_function(body, params, carried, f"{label}_body", s)
+        outputs = carried + ([stop] if stop else [])
+        body_ir = self.block_function(body, params, outputs, f"{label}_body", s)
         body_ir.nondiff = {counter}
         cond_ir = None
         if test is not None:
@@ -200,7 +257,8 @@ class ControlFlow:
         args = [*self.bind_inputs(carried, s), *self.bind_inputs(consts, s)]
         pack = self.fresh(f"loop_{s.lineno}")
         self.emit(Stmt(pack, "loop", fn=(body_ir, cond_ir), args=args,
-                       params={"trip": trip, "carried": len(carried), "counter": counter}))
+                       params={"trip": trip, "carried": len(carried), "counter": counter,
+                               "stops": bool(stop)}))
         self.bind_outputs(Var(pack), carried)
 
     def condition(self, test: ast.expr) -> Var:
@@ -271,8 +329,8 @@ class ControlFlow:
         return self.static_expr(expr, hint="trips")
 
     def _no_jumps(self, block: list[ast.stmt]) -> None:
-        for n in _walk(block):
-            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+        for n in _own_statements(block):
+            if isinstance(n, ast.Return):
                 raise self.error(f"srcgrad cannot compile {describe(n)} inside a branch or "
                                  "loop yet", n)
 

@@ -82,6 +82,32 @@ CASES = {
             y[1:3] += x[0]
             return np.sum(np.sqrt(y + 1.0) * x[:4])
         """, [(5,)], []),
+    "break and continue": ("""
+        def f(x, n, cut):
+            y = x
+            for i in range(n):
+                if np.sum(y) > cut:
+                    break
+                if i == 1:
+                    continue
+                y = y * x + 0.1
+            return np.sum(y)
+        """, [(3,), 5, 100.0], [[(3,), 5, 1.0], [(3,), 5, 2.5], [(3,), 0, 1.0],
+                                [(3,), 4, -10.0]]),
+    "while with break, nested loops": ("""
+        def f(x):
+            y = x
+            k = 0
+            while True:
+                for j in range(3):
+                    if j == 2:
+                        break
+                    y = np.sin(y) + x
+                k = k + 1
+                if k >= 3:
+                    break
+            return np.sum(y)
+        """, [(3,)], []),
     "loop-carried arrays and scalars": ("""
         def f(w, h0):
             h = h0
@@ -161,6 +187,23 @@ def test_a_long_loop_backwards():
             return np.sum(y)
         """, {"np": np})
     _check(fn, [np.array([0.3, 0.6]), 2000])
+
+
+def test_recursion_compiles():
+    namespace = {"np": np}
+    define("""
+        def f(x, n):
+            return np.sin(x) if n == 0 else f(x * 2, n - 1) * x
+        """, namespace)
+    outer = define("""
+        def g(x):
+            return np.sum(f(x, 3))
+        """, namespace)
+    compiled = srcgrad.grad(outer, strict=True)
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(compiled(x), numerical_grad(lambda a: float(outer(a)),
+                                                           [x.copy()], 0), rtol=1e-6)
+    assert compiled.source.count("def f_vjp(") == 1      # one vjp, calling itself
 
 
 def test_generated_loop_reads_like_code():

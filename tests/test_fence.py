@@ -21,21 +21,6 @@ CASES = {
             box.value = np.sum(x)
             return np.sum(x * box.value)
         """, 4, "attribute"),
-    "break": ("""
-        def f(x):
-            y = x
-            for _ in range(3):
-                y = y * x
-                break
-            return np.sum(y)
-        """, 6, "break"),
-    "continue": ("""
-        def f(x):
-            y = x
-            for k in range(3):
-                continue
-            return np.sum(y * x)
-        """, 5, "continue"),
     "for else": ("""
         def f(x):
             y = x
@@ -45,6 +30,14 @@ CASES = {
                 y = y + 1
             return np.sum(y)
         """, 4, "for … else"),
+    "return inside a loop": ("""
+        def f(x):
+            y = x
+            for _ in range(3):
+                y = y * x
+                return np.sum(y)
+            return np.sum(x)
+        """, 6, "return"),
     "try": ("""
         def f(x):
             try:
@@ -107,7 +100,7 @@ class _Box:
     value = 0.0
 
 
-NO_EAGER = ("early return",)
+NO_EAGER = ("early return",)   # the eager run of a dead line is not a gradient check
 
 
 @pytest.mark.parametrize("case", sorted(c for c in CASES if c not in NO_EAGER))
