@@ -359,7 +359,7 @@ class Emitter:
         if st.target not in self.tuple_adj:
             return g
         parts = self.tuple_adj[st.target]
-        n = max(parts) + 1
+        n = st.params.get("outputs", st.params.get("carried", max(parts) + 1))
         zero = self.tracer.use_helper("zero_gradient", support.zero_gradient)
         return ast.Tuple([parts[i] if parts.get(i) is not None else ast.Call(
             zero, [ast.Subscript(_name(st.target), ast.Constant(i), ast.Load())], [])

@@ -153,7 +153,8 @@ class ControlFlow:
         blocks = tuple(self.block_function(b, inputs, outputs, f"{label}_{part}", s)
                        for b, part in ((then, "then"), (orelse, "else")))
         pack = self.fresh(f"if_{s.lineno}")
-        self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *self.bind_inputs(inputs, s)]))
+        self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *self.bind_inputs(inputs, s)],
+                       params={"outputs": len(outputs)}))
         self.bind_outputs(Var(pack), outputs)
 
     def if_expression(self, node: ast.IfExp) -> Any:

@@ -9,6 +9,7 @@ statements; calls to other user functions become ``call`` statements.  Anything 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import math
 import types
@@ -370,6 +371,15 @@ class Lowerer(ControlFlow):
         return self.prim(T.lookup("getitem"), [base], {"index": index},
                          f"{base.name if isinstance(base, Var) else 'item'}_at", node)
 
+    def note_global(self, name: str) -> None:
+        """A user global read by code printed verbatim: bind it when the module loads."""
+        if name in self.free or name == "np" or hasattr(builtins, name):
+            return
+        try:
+            self.free[name] = self.env.resolve(name)
+        except Exception:  # noqa: BLE001 - a local of the generated code, or slice
+            pass
+
     def index_param(self, node: ast.expr) -> Any:
         """An index as a static parameter: a Python value, or a Var of a runtime index."""
         call_form = _call_form(node)
@@ -414,7 +424,8 @@ class Lowerer(ControlFlow):
             return self.numpy_call(target, args, {}, node)
         if f in T.STATIC_BUILTINS or _is_static_callable(f):
             return self.static_expr(node, hint=getattr(f, "__name__", "value"))
-        if isinstance(f, Primitive) or f in NUMPY_BINDINGS or isinstance(f, np.ufunc):
+        if isinstance(f, Primitive) or f in NUMPY_BINDINGS or isinstance(f, np.ufunc) or \
+                f in T.SPECIAL_CALLS:
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: k.value for k in node.keywords}
             return self.numpy_call(f, args, kwargs, node)
@@ -550,6 +561,7 @@ class Lowerer(ControlFlow):
                              for v in value.items]
                     uses.extend(v.name for v in value.items if isinstance(v, Var))
                     return ast.Tuple(items, ast.Load())
+                lowerer.note_global(n.id)
                 return n
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))

@@ -1,0 +1,27 @@
+"""The examples run and do what they say."""
+
+from __future__ import annotations
+
+import pathlib
+import runpy
+import sys
+
+EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+
+def test_projectile_drag_is_fitted_through_the_compiled_loop():
+    import projectile
+    drag, errors = projectile.fit(target_drag=0.05, verbose=False)
+    assert abs(drag - 0.05) < 1e-6 and errors[-1] < 1e-10
+
+
+def test_classifier_loss_falls():
+    import train_classifier
+    losses = train_classifier.train(steps=60, verbose=False)
+    assert losses[-1] < losses[0] / 2
+
+
+def test_quickstart_runs(capsys):
+    runpy.run_path(str(EXAMPLES / "quickstart.py"), run_name="quickstart")
+    assert "def loss_grad" in capsys.readouterr().out
