@@ -101,46 +101,55 @@ def hoist_shapes(fn: ast.FunctionDef, namespace: str = "np") -> None:
     then be freed when the forward pass returns (what a tape would not keep either).
     """
     outer = {a.arg for a in fn.args.args}
-    outer |= {t.id for st in fn.body if isinstance(st, ast.Assign) for t in st.targets
-              if isinstance(t, ast.Name)}
-    outer |= {e.id for st in fn.body if isinstance(st, ast.Assign) for t in st.targets
-              if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)}
-    for i, inner in enumerate(list(fn.body)):
-        if not isinstance(inner, ast.FunctionDef):
+    for st in fn.body:
+        if isinstance(st, ast.Assign):
+            for t in st.targets:
+                elts = t.elts if isinstance(t, ast.Tuple) else [t]
+                outer |= {e.id for e in elts if isinstance(e, ast.Name)}
+    for inner in [st for st in fn.body if isinstance(st, ast.FunctionDef)]:
+        hoisted = _shape_only(inner, outer)
+        if hoisted:
+            _ShapeNames(hoisted).visit(inner)
+            shapes = [ast.Assign([ast.Name(f"{name}_shape", ast.Store())], ast.Call(
+                ast.Attribute(ast.Name(namespace, ast.Load()), "shape", ast.Load()),
+                [ast.Name(name, ast.Load())], []), lineno=0) for name in hoisted]
+            index = fn.body.index(inner)
+            fn.body[index:index] = shapes
+
+
+def _shape_only(inner: ast.FunctionDef, outer: set[str]) -> list[str]:
+    """Outer names the nested function reads only through ``.shape`` or ``np.shape``."""
+    parents = {c: p for p in ast.walk(inner) for c in ast.iter_child_nodes(p)}
+    shape, data = set(), set()
+    for node in ast.walk(inner):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+                and node.id in outer):
             continue
-        parents = {c: p for p in ast.walk(inner) for c in ast.iter_child_nodes(p)}
+        parent = parents.get(node)
+        if (isinstance(parent, ast.Attribute) and parent.attr == "shape") or (
+                isinstance(parent, ast.Call) and parent.args == [node]
+                and isinstance(parent.func, ast.Attribute) and parent.func.attr == "shape"):
+            shape.add(node.id)
+        else:
+            data.add(node.id)
+    return sorted(shape - data)
 
-        def shape_read(node: ast.Name) -> ast.AST | None:
-            parent = parents.get(node)
-            if isinstance(parent, ast.Attribute) and parent.attr == "shape":
-                return parent
-            if (isinstance(parent, ast.Call) and parent.args == [node] and isinstance(
-                    parent.func, ast.Attribute) and parent.func.attr == "shape"):
-                return parent
-            return None
-        loads = [n for n in ast.walk(inner) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load) and n.id in outer]
-        data = {n.id for n in loads if shape_read(n) is None}
-        hoisted = sorted({n.id for n in loads if shape_read(n) is not None} - data)
-        if not hoisted:
-            continue
 
-        class Replace(ast.NodeTransformer):
-            def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-                if (node.attr == "shape" and isinstance(node.value, ast.Name)
-                        and node.value.id in hoisted):
-                    return ast.Name(f"{node.value.id}_shape", ast.Load())
-                return self.generic_visit(node)
+class _ShapeNames(ast.NodeTransformer):
+    """``x.shape`` and ``np.shape(x)`` written as ``x_shape`` for the names given."""
 
-            def visit_Call(self, node: ast.Call) -> ast.AST:
-                if (isinstance(node.func, ast.Attribute) and node.func.attr == "shape"
-                        and len(node.args) == 1 and isinstance(node.args[0], ast.Name)
-                        and node.args[0].id in hoisted):
-                    return ast.Name(f"{node.args[0].id}_shape", ast.Load())
-                return self.generic_visit(node)
-        Replace().visit(inner)
-        shapes = [ast.Assign([ast.Name(f"{name}_shape", ast.Store())], ast.Call(
-            ast.Attribute(ast.Name(namespace, ast.Load()), "shape", ast.Load()),
-            [ast.Name(name, ast.Load())], []), lineno=0) for name in hoisted]
-        index = fn.body.index(inner)
-        fn.body[index:index] = shapes
+    def __init__(self, names: list[str]) -> None:
+        self.names = set(names)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if node.attr == "shape" and isinstance(node.value, ast.Name) and \
+                node.value.id in self.names:
+            return ast.Name(f"{node.value.id}_shape", ast.Load())
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "shape"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in self.names):
+            return ast.Name(f"{node.args[0].id}_shape", ast.Load())
+        return self.generic_visit(node)
