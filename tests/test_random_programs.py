@@ -63,3 +63,58 @@ def test_compiled_equals_eager_equals_finite_differences(case):
                                    err_msg=source)
         fd = numerical_grad(lambda *xs: float(fn(*xs)), [a.copy() for a in args], k)
         np.testing.assert_allclose(compiled[k], fd, rtol=1e-4, atol=1e-6, err_msg=source)
+
+
+@st.composite
+def programs_with_control_flow(draw):
+    """Straight-line statements mixed with branches on data and (possibly empty) loops."""
+    names = ["x0", "x1"]
+    lines = []
+
+    def expression(pool):
+        kind = draw(st.sampled_from(["unary", "binary"]))
+        if kind == "unary":
+            return draw(st.sampled_from(UNARY)).format(draw(st.sampled_from(pool)))
+        return draw(st.sampled_from(BINARY)).format(draw(st.sampled_from(pool)),
+                                                    draw(st.sampled_from(pool)))
+
+    for k in range(draw(st.integers(2, 5))):
+        kind = draw(st.sampled_from(["assign", "if", "for", "while"]))
+        target = f"v{k}"
+        lines.append(f"    {target} = {expression(names)}")
+        names.append(target)
+        if kind == "if":
+            threshold = draw(st.floats(-2.0, 2.0))
+            lines += [f"    if np.sum({target}) > {threshold!r}:",
+                      f"        {target} = {expression(names)}",
+                      "    else:",
+                      f"        {target} = {expression(names)}"]
+        elif kind == "for":
+            trips = draw(st.integers(0, 3))
+            lines += [f"    for i in range({trips}):",
+                      f"        {target} = {expression(names)} * 0.5 + {target} * 0.5"]
+        elif kind == "while":
+            lines += ["    j = 0",
+                      f"    while j < {draw(st.integers(0, 2))}:",
+                      f"        {target} = np.tanh({expression(names)})",
+                      "        j = j + 1"]
+    used = " + ".join(f"np.sum({n})" for n in names[-2:])
+    source = "def program(x0, x1):\n" + "\n".join(lines) + f"\n    return {used}\n"
+    return source, draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs_with_control_flow())
+def test_branches_and_loops_compiled_equals_eager_equals_fd(case):
+    source, seed = case
+    fn = define(source, {"np": np})
+    rng = np.random.default_rng(seed)
+    args = [rng.uniform(-1.5, 1.5, (3, 4)), rng.uniform(-1.5, 1.5, (4,))]
+    g = srcgrad.grad(fn, wrt=(0, 1), strict=True)
+    compiled = g(*args)
+    eager = eager_transform(fn, "grad", args, (0, 1), False)
+    for k in (0, 1):
+        np.testing.assert_allclose(compiled[k], eager[k], rtol=1e-9, atol=1e-11,
+                                   err_msg=source)
+        fd = numerical_grad(lambda *xs: float(fn(*xs)), [a.copy() for a in args], k)
+        np.testing.assert_allclose(compiled[k], fd, rtol=1e-4, atol=1e-6, err_msg=source)
