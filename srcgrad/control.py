@@ -269,24 +269,13 @@ class ControlFlow:
         return cond
 
     def _condition(self, test: ast.expr, params: list[str], label: str, node: ast.AST) -> Any:
-        ret = ast.Return(ast.Tuple([ast.Call(ast.Name("bool", ast.Load()),
-                                             [copy.deepcopy(test)], [])], ast.Load()))
-        for n in ast.walk(ret):
+        """The ``while`` test as a block returning ``(bool(test),)``."""
+        name = self.fresh_internal("holds")
+        assign = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
+            ast.Name("bool", ast.Load()), [copy.deepcopy(test)], []))
+        for n in ast.walk(assign):
             ast.copy_location(n, test)
-        from srcgrad.frontend import Source
-        from srcgrad.lower import Lowerer
-        fn = ast.FunctionDef(name=label, args=ast.arguments(
-            posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None, kwonlyargs=[],
-            kw_defaults=[], kwarg=None, defaults=[]), body=[ret], decorator_list=[],
-            returns=None, type_params=[])
-        ast.copy_location(fn, node)
-        child = Lowerer(Source(fn, self.src.filename, self.src.lines, self.src.name), self.env,
-                        set(self.reserved), result_name="test")
-        ir = child.lower_function()
-        ir.name = label
-        self.used |= ir.used
-        self.free.update(ir.free)
-        return ir
+        return self.block_function([assign], params, [name], label, node)
 
     def _iteration(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
         """Statements that bind the loop target from the counter, and the trip expression."""
