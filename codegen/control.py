@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from srcgrad.codegen import support
 from srcgrad.ir import Stmt
 
 __all__ = ["primal_branch", "primal_loop", "adjoint_loop"]
@@ -90,8 +91,9 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     emitted.append(_assign(d_state, g))
     consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
     sums = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
-    for name in sums.values():
-        emitted.append(_assign(name, ast.Constant(0.0)))
+    zero = em.tracer.use_helper("zero_gradient", support.zero_gradient)
+    for i, name in sums.items():                    # zeros shaped as the value (no trips)
+        emitted.append(_assign(name, ast.Call(zero, [em.operand(st.args[i])], [])))
     back = em.fresh(f"{st.target}_back")
     parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
         em.fresh(f"d_{a.name}_part") if i in sums else "_"

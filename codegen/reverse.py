@@ -80,6 +80,8 @@ class Emitter:
         self.virtual: set[str] = set()      # adjoints kept as scalars standing for arrays
         self.aliases: set[str] = set()      # adjoints that are another variable's name
         self.owned: set[str] = set()        # adjoint names holding arrays made here
+        self.negated: dict[str, tuple] = {}  # first adjoints that were a negation
+        self.dropped: set[int] = set()      # statements folded into a later one
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -186,7 +188,7 @@ class Emitter:
                 out.append(comment(f"adjoint of {_short(self.fn.filename)}:{st.line}  "
                                    f"{st.text}"))
             out.extend(emitted)
-        return out
+        return [st for st in out if id(st) not in self.dropped]
 
     def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
         emitted: list[ast.stmt] = []
@@ -434,6 +436,15 @@ class Emitter:
             stmts.append(_assign(name, value))
             if self._fresh_array(value, stmts):
                 self.owned.add(name)
+            made = self._definition(value, stmts)
+            if isinstance(made, ast.UnaryOp) and isinstance(made.op, ast.USub):
+                self.negated[var] = (stmts[-1], made.operand)
+        elif var in self.negated:             # -a, then + c: one subtraction, c - a
+            first, operand = self.negated.pop(var)
+            self.dropped.add(id(first))
+            name = old.id
+            stmts.append(_assign(name, ast.BinOp(value, ast.Sub(), operand)))
+            self.owned.add(name)
         elif old.id in self.owned and not self.scalar:
             name = old.id                   # an array this code made: add into it
             stmts.append(ast.AugAssign(_name(name), ast.Add(), value))
@@ -444,13 +455,16 @@ class Emitter:
         self.adj[var] = _name(name)
         return stmts
 
+    def _definition(self, value: ast.expr, stmts: list[ast.stmt]) -> ast.expr:
+        """``value`` with the temporaries just defined in ``stmts`` looked through."""
+        defs = self.tracer.defs
+        while isinstance(value, ast.Name) and value.id in defs:
+            value = defs[value.id]
+        return value
+
     def _fresh_array(self, value: ast.expr, stmts: list[ast.stmt]) -> bool:
         """Whether ``value`` is a new array no other name refers to (arithmetic makes one)."""
-        defs = {st.targets[0].id: st.value for st in stmts if isinstance(st, ast.Assign)
-                and isinstance(st.targets[0], ast.Name)}
-        while isinstance(value, ast.Name) and value.id in defs and value.id in self.tracer.temps:
-            value = defs[value.id]
-        return isinstance(value, (ast.BinOp, ast.UnaryOp))
+        return isinstance(self._definition(value, stmts), (ast.BinOp, ast.UnaryOp))
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active

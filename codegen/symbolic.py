@@ -109,11 +109,13 @@ class Tracer:
         self.facts = facts or {}          # name -> (shape, dtype) of a specialisation
         self.stmts: list[ast.stmt] = []
         self.temps: set[str] = set()
+        self.defs: dict[str, ast.expr] = {}     # every temporary's expression
         self.helpers: dict[str, Any] = {}
 
     def bind(self, expr: ast.expr) -> Sym:
         name = self.fresh(_hint(expr))
         self.temps.add(name)
+        self.defs[name] = expr
         self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], expr, lineno=0))
         return Sym(ast.Name(name, ast.Load()), self)
 
