@@ -654,8 +654,7 @@ snippet("misuse_messages", """
     show_error(lambda: len(torch.tensor(1.)))
     show_error(lambda: iter(torch.tensor(1.)))
     show_error(lambda: x.view(2, 2))
-    y = x * 2
-    show_error(lambda: y.detach_() if False else x[0:2].detach_())
+    show_error(lambda: x[0:2].detach_())
     show_error(lambda: torch.tensor([1., 2.]).numpy().shape and x.numpy())
     show_error(lambda: x.retain_grad() or torch.ones(1).retain_grad())
     print("done")
