@@ -114,8 +114,11 @@ class ControlFlow:
         ast.copy_location(fn, node)
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
+        child.flags = set(self.flags)
         ir = child.lower_function()
         ir.name = label
+        ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
+        self.flags |= child.flags
         self.free.update(ir.free)
         return ir
 
@@ -193,6 +196,7 @@ class ControlFlow:
         if not any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_statements(body)):
             return body, None
         brk, skip = self.fresh_internal("stop"), self.fresh_internal("skip")
+        self.flags |= {brk, skip}
 
         def flag(name: str, value: bool) -> ast.stmt:
             st = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
@@ -250,7 +254,7 @@ class ControlFlow:
         params = [counter, *carried, *consts]
         outputs = carried + ([stop] if stop else [])
         body_ir = self.block_function(body, params, outputs, f"{label}_body", s)
-        body_ir.nondiff = {counter}
+        body_ir.nondiff |= {counter}
         cond_ir = None
         if test is not None:
             cond_ir = self._condition(test, params, f"{label}_test", s)
@@ -317,6 +321,59 @@ class ControlFlow:
         for n in ast.walk(expr):
             ast.copy_location(n, node)
         return self.static_expr(expr, hint="trips")
+
+    def early_returns(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """``return`` inside branches and loops as a flag and a value, the rest guarded.
+
+        ``if c: return a`` … ``return b`` becomes ``value = a; done = True`` in the branch,
+        ``if not done:`` around what follows, and one ``return value`` at the end; inside a
+        loop the return also breaks out (``break`` is then handled like any other).
+        """
+        nested = [n for st in body if not isinstance(st, ast.Return)
+                  for n in _walk([st]) if isinstance(n, ast.Return)]
+        if not nested:
+            return body
+        value, done = self.fresh_internal("returned"), self.fresh_internal("done")
+        self.flags.add(done)
+        anchor = body[0]
+
+        def make(text: str, where: ast.AST) -> list[ast.stmt]:
+            stmts = ast.parse(text).body
+            for st in stmts:
+                for n in ast.walk(st):
+                    ast.copy_location(n, where)
+            return stmts
+
+        def rewrite(stmts: list[ast.stmt], in_loop: bool) -> tuple[list[ast.stmt], bool]:
+            out: list[ast.stmt] = []
+            for i, st in enumerate(stmts):
+                if isinstance(st, ast.Return):
+                    assign = make(f"{value} = None\n{done} = True", st)
+                    assign[0].value = st.value or ast.Constant(None)
+                    out += assign + (make("break", st) if in_loop else [])
+                    return out, True
+                returns = False
+                if isinstance(st, ast.If):
+                    st.body, r1 = rewrite(st.body, in_loop)
+                    st.orelse, r2 = rewrite(st.orelse, in_loop)
+                    returns = r1 or r2
+                elif isinstance(st, (ast.For, ast.While)):
+                    st.body, returns = rewrite(st.body, True)
+                out.append(st)
+                if returns:
+                    rest, _ = rewrite(stmts[i + 1:], in_loop)
+                    guard = make(f"if not {done}:\n    pass", stmts[i + 1] if rest else st)
+                    if in_loop:
+                        out += make(f"if {done}:\n    break", st)
+                    if rest:
+                        guard[0].body = rest
+                        out += guard
+                    return out, True
+            return out, False
+
+        new, _ = rewrite(copy.deepcopy(body), False)
+        return make(f"{value} = 0.0\n{done} = False", anchor) + new + make(
+            f"return {value}", body[-1])
 
     def _no_jumps(self, block: list[ast.stmt]) -> None:
         for n in _own_statements(block):

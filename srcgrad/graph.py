@@ -51,7 +51,7 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
         varied |= nx.descendants(diff_graph, p)
     result = fn.result.name if isinstance(fn.result, Var) else None
     useful = (nx.ancestors(diff_graph, result) | {result}) if result in g else set()
-    for name in varied & useful:
+    for name in (varied & useful) - fn.flags:
         g.nodes[name]["active"] = True
     if check:
         _check_params(fn, g, varied, useful)

@@ -79,6 +79,7 @@ class Function:
     inline: set[str] = field(default_factory=set)        # temporaries a pass may inline
     trees: dict[str, Any] = field(default_factory=dict)  # pytree parameter -> its leaves
     nondiff: set[str] = field(default_factory=set)       # parameters never differentiated
+    flags: set[str] = field(default_factory=set)         # break/return flags: never active
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""

@@ -51,6 +51,7 @@ class Lowerer(ControlFlow):
         self.trees = trees or {}
         self.leaves: dict[str, Any] = {}      # parameter SSA name -> its Tree
         self._live: list[set[str]] = []       # names read after the statement being lowered
+        self.flags: set[str] = set()           # break/continue/return flags (never active)
         self.body: list[Stmt] = []
         self.scope: dict[str, Any] = {}
         self.used: set[str] = set(reserved)
@@ -107,10 +108,12 @@ class Lowerer(ControlFlow):
             self.line, self.text = node.lineno, self.src.text(node.body)
             result = self.materialize(self.expr(node.body), self.src.name)
         else:
-            result = self.block(node.body)
-        return Function(self.src.name, params, self.body, result, self.src.filename,
-                        node.lineno, defaults, self.source_names, self.used, self.free,
-                        self.inline, self.leaves)
+            result = self.block(self.early_returns(node.body))
+        fn = Function(self.src.name, params, self.body, result, self.src.filename,
+                      node.lineno, defaults, self.source_names, self.used, self.free,
+                      self.inline, self.leaves)
+        fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.flags}
+        return fn
 
     def block(self, stmts: list[ast.stmt]) -> Any:
         for i, s in enumerate(stmts):

@@ -108,6 +108,17 @@ CASES = {
                     break
             return np.sum(y)
         """, [(3,)], []),
+    "return anywhere": ("""
+        def f(x, n):
+            if np.sum(x) > 2.0:
+                return np.sum(x ** 2)
+            y = x
+            for i in range(n):
+                y = y * x
+                if np.max(y) > 1.5:
+                    return np.sum(y) * 2
+            return np.sum(np.sin(y))
+        """, [(3,), 3], [[(3,), 0], [(3,), 6]]),
     "loop-carried arrays and scalars": ("""
         def f(w, h0):
             h = h0
@@ -164,6 +175,13 @@ def test_both_sides_of_a_data_branch():
     fn = define(CASES["branch on data"][0], {"np": np})
     _check(fn, [np.array([0.5, 0.2, -0.1, 0.3])])
     _check(fn, [np.array([-0.5, 0.2, -0.1, 0.3])])
+
+
+def test_every_exit_of_a_function_with_early_returns():
+    fn = define(CASES["return anywhere"][0], {"np": np})
+    for x, n in [([1.1, 1.2, 1.4], 5), ([0.3, 0.2, 0.4], 3), ([0.9, 0.2, 0.4], 6),
+                 ([0.3, 0.2, 0.4], 0)]:
+        _check(fn, [np.array(x), n])
 
 
 def test_zero_trip_loop_passes_values_through():

@@ -30,14 +30,6 @@ CASES = {
                 y = y + 1
             return np.sum(y)
         """, 4, "for … else"),
-    "return inside a loop": ("""
-        def f(x):
-            y = x
-            for _ in range(3):
-                y = y * x
-                return np.sum(y)
-            return np.sum(x)
-        """, 6, "return"),
     "try": ("""
         def f(x):
             try:
