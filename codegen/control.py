@@ -48,7 +48,8 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     carried = [em.operand(a) for a in st.args[:n]]
     consts = [em.operand(a) for a in st.args[n:]]
     state = st.target
-    out: list[ast.stmt] = [_assign(state, ast.Tuple(carried, ast.Load()))]
+    start = carried + ([ast.Constant(False)] if st.params.get("stops") else [])
+    out: list[ast.stmt] = [_assign(state, ast.Tuple(start, ast.Load()))]  # (…, broke)
     active = st.target in em.active
     backs = em.fresh(f"{state}_backs") if active else None
     back = em.fresh(f"{state}_back") if active else "_"

@@ -177,15 +177,13 @@ class ControlFlow:
 
     # ------------------------------------------------------------------------------ for
     def for_statement(self, s: ast.For) -> None:
-        if s.orelse:
-            raise self.error("srcgrad cannot compile for … else yet", s)
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
                   and len(s.iter.args) == 1)
         counter = s.target.id if simple else self.fresh_internal("k")  # in range(n): i counts
         prologue, trip = self._iteration(s, counter)
         body = ([] if simple else prologue) + s.body
-        self._loop(s, body, counter, trip, None)
+        self._loop(s, body, counter, trip, None, s.orelse)
 
     def _jumps(self, body: list[ast.stmt], node: ast.AST) -> tuple[list[ast.stmt], str | None]:
         """``break``/``continue`` in a loop body as flags: the rest of the body is guarded.
@@ -234,13 +232,13 @@ class ControlFlow:
         return [flag(brk, False), flag(skip, False)] + new, brk
 
     def while_statement(self, s: ast.While) -> None:
-        if s.orelse:
-            raise self.error("srcgrad cannot compile while … else yet", s)
-        self._loop(s, s.body, self.fresh_internal("k"), None, s.test)
+        self._loop(s, s.body, self.fresh_internal("k"), None, s.test, s.orelse)
 
     def _loop(self, s: ast.stmt, body: list[ast.stmt], counter: str, trip: Any,
-              test: ast.expr | None) -> None:
+              test: ast.expr | None, orelse: list[ast.stmt] | None = None) -> None:
         body, stop = self._jumps(body, s)
+        if orelse:                       # what the else block reads is live after the loop
+            self._live.append(self.live_after() | exposed(orelse))
         live = self.live_after() | exposed(body) | (read([test]) if test is not None else set())
         carried = sorted(n for n in assigned(body) if n in live and n != counter
                          and (n in self.scope or n in self.live_after()) and n != stop)
@@ -265,6 +263,33 @@ class ControlFlow:
                        params={"trip": trip, "carried": len(carried), "counter": counter,
                                "stops": bool(stop)}))
         self.bind_outputs(Var(pack), carried)
+        if orelse:
+            self._live.pop()
+            self._else(s, orelse, Var(pack), len(carried) if stop else None)
+
+    def _else(self, s: ast.stmt, orelse: list[ast.stmt], pack: Var, flag: int | None) -> None:
+        """``for … else``: the else block runs unless the loop ended by ``break``."""
+        if flag is None:                 # no break in the body: the else block always runs
+            for i, st in enumerate(orelse):
+                self._live.append(self.live_after() | exposed(orelse[i + 1:]))
+                try:
+                    self.statement(st)
+                finally:
+                    self._live.pop()
+            return
+        name = self.fresh_internal("broke")
+        part = self.fresh(name)
+        self.emit(Stmt(part, "unpack", args=[pack], params={"index": flag}))
+        self.static.add(part)
+        self.flags.add(name)
+        self.source_names[part] = name
+        self.scope[name] = Var(part)
+        test = ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load()))
+        guard = ast.If(test, orelse, [])
+        for n in ast.walk(test):
+            ast.copy_location(n, orelse[0])
+        ast.copy_location(guard, orelse[0])
+        self.if_statement(guard)
 
     def condition(self, test: ast.expr) -> Var:
         """A branch or loop condition: a plain Python expression (never differentiated)."""

@@ -119,6 +119,23 @@ CASES = {
                     return np.sum(y) * 2
             return np.sum(np.sin(y))
         """, [(3,), 3], [[(3,), 0], [(3,), 6]]),
+    "for else and while else": ("""
+        def f(x, n, cut):
+            y = x
+            for i in range(n):
+                y = y * x
+                if np.sum(y) > cut:
+                    break
+            else:
+                y = np.sin(y) * 3
+            k = 0
+            while k < 2:
+                y = y + x
+                k = k + 1
+            else:
+                y = y * 2
+            return np.sum(y)
+        """, [(3,), 3, 100.0], [[(3,), 3, 1.0], [(3,), 0, 1.0]]),
     "loop-carried arrays and scalars": ("""
         def f(w, h0):
             h = h0

@@ -21,15 +21,6 @@ CASES = {
             box.value = np.sum(x)
             return np.sum(x * box.value)
         """, 4, "attribute"),
-    "for else": ("""
-        def f(x):
-            y = x
-            for _ in range(2):
-                y = y * x
-            else:
-                y = y + 1
-            return np.sum(y)
-        """, 4, "for … else"),
     "try": ("""
         def f(x):
             try:
