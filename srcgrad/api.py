@@ -168,7 +168,7 @@ class Transform:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         latest = self._latest
-        if latest is not None and not kwargs:
+        if latest is not None and not kwargs and len(args) == self._nparams:
             return latest(*args)      # guarded: it hands other signatures to _dispatch
         return self._dispatch(*args, **kwargs)
 

@@ -291,6 +291,17 @@ class TestSpecialisation:
         for x in (a, b, a):
             np.testing.assert_allclose(g(x), 2 * x * (x > 0))
 
+    def test_defaults_after_a_specialisation(self):
+        fn = define("""
+            def f(x, scale=2.0):
+                return np.sum(x * scale)
+            """, {"np": np})
+        g = srcgrad.grad(fn)
+        for _ in range(3):
+            np.testing.assert_allclose(g(np.ones(2)), [2.0, 2.0])
+        np.testing.assert_allclose(g(np.ones(2), 3.0), [3.0, 3.0])
+        np.testing.assert_allclose(g(np.ones(2), scale=4.0), [4.0, 4.0])
+
     def test_python_floats_get_math_code(self):
         g = srcgrad.grad(lambda a, b: a * b + np.sin(a) * np.exp(b), wrt=(0, 1))
         ga, gb = g(0.5, 2.0)
