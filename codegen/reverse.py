@@ -487,10 +487,6 @@ class Emitter:
         return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
                        for a in others)
 
-    def seed_name(self) -> str:
-        return self.fresh(f"d_{self.fn.result.name}" if isinstance(self.fn.result, Var)
-                          else "d_out")
-
     def gradient_of(self, param: str) -> ast.expr:
         """The finished gradient of a parameter, in the form of the input (a pytree too)."""
         tree = self.fn.trees.get(param)

@@ -178,10 +178,7 @@ class PrimNode(Node):
                 nexts.append(_NO_EDGE)
                 metas.append(None)
                 inputs.append(a if kind else None)
-        self.next_functions = tuple(nexts)
-        self._seq = next(_seq)
-        self._hooks = self._pre_hooks = self._tensor_hooks = self._retain = None
-        self._metadata = None
+        Node.__init__(self, tuple(nexts))
         self._name = name
         self.prim = prim
         self.params = params

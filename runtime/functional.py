@@ -63,10 +63,9 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
         out_is_tuple, outs = _tuple(out)
         dummies = tuple(Tensor._make(np.zeros_like(o._data), None, True) for o in outs)
         g = grad(outs, ins, dummies, create_graph=True, allow_unused=True)
-        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
         if vs == (None,):
             vs = tuple(Tensor._make(np.ones_like(x._data)) for x in ins)
-            pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
+        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
         result = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
                       create_graph=create_graph, allow_unused=True)
     result = tuple(r if r is not None else Tensor._make(np.zeros_like(o._data))

@@ -370,7 +370,6 @@ def _sum_dtype(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: A
 _sum = _reduction(np.sum, "Sum")
 Tensor.sum = _sum_dtype
 Tensor.mean = _reduction(np.mean, "Mean")
-Tensor.nansum = _reduction(np.sum, "Sum")
 
 
 def _prod(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

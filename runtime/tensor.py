@@ -84,13 +84,7 @@ class Tensor(TensorBase):
         t = _new(Tensor)
         if type(data) is not np.ndarray and not hasattr(data, "__cuda_array_interface__"):
             data = np.asarray(data)
-        t._data = data
-        t._grad_fn = grad_fn
-        t._requires_grad = requires_grad
-        t._output_nr = 0
-        t._grad = t._retains_grad = t._hooks = t._acc_ref = t._base = t._view_key = None
-        t._retains_grad = False
-        t._version_counter = [0]
+        t._init(data, grad_fn, requires_grad)
         return t
 
     # ----------------------------------------------------------------------------- metadata
@@ -440,8 +434,7 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     result = Tensor._make(out)
     if not requires or not _state.enabled or out.dtype.kind not in "fc":
         return result
-    needs = prim.needs([type(a) is Tensor and a._requires_grad or isinstance(a, Tensor)
-                        and a._requires_grad for a in args])
+    needs = prim.needs([isinstance(a, Tensor) and a._requires_grad for a in args])
     if needs is not None:
         node = result._grad_fn = make_node(name, prim, params, args, needs, out)
         result._requires_grad = True

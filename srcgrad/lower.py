@@ -495,9 +495,7 @@ class Lowerer(ControlFlow):
         f, varargs = spec
         args = [self.param(a) if i or varargs else self.expr(a) for i, a in enumerate(node.args)]
         if varargs and len(node.args) > 1:
-            args = [tuple(args)]
-        elif varargs and node.args and isinstance(args[0], int):
-            args = [args[0]]
+            args = [tuple(args)]                   # x.reshape(2, 3) is np.reshape(x, (2, 3))
         kwargs = {k.arg: k.value for k in node.keywords}
         if f is None:                               # .astype(dtype), .item(), .copy()
             return T.method_special(self, name, receiver, args, kwargs, node)
