@@ -238,12 +238,7 @@ class Emitter:
         params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else
                   self._const(v) if isinstance(v, Const) else v for k, v in st.params.items()}
         contributions: list[tuple[str, Any]] = []
-        matmul = self._matrix_product(st, gsym, xs)
         for i, a in enumerate(st.args):
-            if matmul is not None:
-                if self._wants(a):
-                    contributions.append((a.name, matmul[i]))
-                continue
             rule = st.fn.vjp(i)
             if rule is None or not self._wants(a):
                 continue
@@ -266,16 +261,6 @@ class Emitter:
         return emitted
 
     # -- scalars standing for whole arrays ("virtual" adjoints), and merged contributions
-    def _matrix_product(self, st: Stmt, g: Any, xs: list) -> tuple | None:
-        """``a @ b`` of two matrices (known shapes): ``g @ b.T`` and ``a.T @ g`` directly."""
-        if st.fn.name not in ("matmul", "dot") or not isinstance(g, Sym):
-            return None
-        if any(not isinstance(a, Var) or len(self.facts.get(a.name, ((),))[0]) != 2
-               for a in st.args):
-            return None
-        a, b = xs
-        return g @ b.T, a.T @ g
-
     def known_scalar(self, value: Any) -> bool:
         """The result is known (from a first call) to hold one element."""
         fact = self.facts.get(getattr(value, "name", None))

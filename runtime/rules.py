@@ -415,10 +415,25 @@ def _parse_einsum(subscripts, ndims):
     return ins, out
 
 
-defvjp(np.matmul, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
-       lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape), broadcasts=False)
-defvjp(np.dot, lambda g, ans, a, b: matmul_lhs_grad(g, b, a_shape=a.shape),
-       lambda g, ans, a, b: matmul_rhs_grad(g, a, b_shape=b.shape), nin=2)
+def _matrices(a_ndim, b_ndim) -> bool:
+    """Both operands known to be matrices (an unknown rank, as in generic code, is not)."""
+    return isinstance(a_ndim, int) and isinstance(b_ndim, int) and a_ndim == 2 and b_ndim == 2
+
+
+def _matmul_lhs(g, ans, a, b):
+    if _matrices(a.ndim, b.ndim):
+        return g @ b.T
+    return matmul_lhs_grad(g, b, a_shape=a.shape)
+
+
+def _matmul_rhs(g, ans, a, b):
+    if _matrices(a.ndim, b.ndim):
+        return a.T @ g
+    return matmul_rhs_grad(g, a, b_shape=b.shape)
+
+
+defvjp(np.matmul, _matmul_lhs, _matmul_rhs, broadcasts=False)
+defvjp(np.dot, _matmul_lhs, _matmul_rhs, nin=2)
 defvjp(np.tensordot, lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),
        lambda g, ans, a, b, axes=2: tensordot_rhs_grad(g, a, b.ndim, axes), nin=2)
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(np.matmul(g, np.ravel(b)), a.shape),
