@@ -184,14 +184,8 @@ def _rsub(self: Tensor, other: Any) -> Any:
     return apply(P(np.subtract), "RsubBackward0", (other, self))
 
 
-def _sub(self: Tensor, other: Any) -> Any:
-    if not isinstance(other, _NUMBER):
-        return NotImplemented
-    return apply(P(np.subtract), "SubBackward0", (self, other))
-
-
 Tensor.__add__, Tensor.__radd__ = _commutative(np.add, "AddBackward0")
-Tensor.__sub__, Tensor.__rsub__ = _sub, _rsub
+Tensor.__sub__, Tensor.__rsub__ = _binary(np.subtract, "SubBackward0")[0], _rsub
 Tensor.__mul__, Tensor.__rmul__ = _commutative(np.multiply, "MulBackward0")
 Tensor.__truediv__, _ = _binary(np.divide, "DivBackward0")
 Tensor.__mod__, Tensor.__rmod__ = _binary(np.remainder, "RemainderBackward0")
@@ -291,10 +285,6 @@ def _arith(fun: Any, name: str) -> Any:
     return method
 
 
-def _pow_method(self: Tensor, exponent: Any) -> Tensor:
-    return _pow(self, exponent)
-
-
 def _clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -320,7 +310,7 @@ Tensor.sub = Tensor.subtract = _arith(np.subtract, "SubBackward0")
 Tensor.mul = Tensor.multiply = lambda self, other: self * other
 Tensor.div = Tensor.divide = lambda self, other: self / other
 Tensor.true_divide = Tensor.div
-Tensor.pow = _pow_method
+Tensor.pow = _pow
 Tensor.clamp = Tensor.clip = _clamp
 Tensor.maximum = lambda self, other: apply(P(np.maximum), "MaximumBackward0", (self, other))
 Tensor.minimum = lambda self, other: apply(P(np.minimum), "MinimumBackward0", (self, other))
@@ -329,9 +319,8 @@ Tensor.atan2 = lambda self, other: apply(P(np.arctan2), "Atan2Backward0", (self,
 Tensor.hypot = lambda self, other: apply(P(np.hypot), "HypotBackward0", (self, other))
 Tensor.logaddexp = lambda self, other: apply(P(np.logaddexp), "LogaddexpBackward0",
                                              (self, other))
-for _name, _fun in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                    ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
-    setattr(Tensor, _name, _binary(_fun, "")[0])
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(Tensor, _name, getattr(Tensor, f"__{_name}__"))
 Tensor.logical_not = lambda self: apply(P(np.logical_not), "", (self,))
 Tensor.isnan = lambda self: apply(P(np.isnan), "", (self,))
 Tensor.isfinite = lambda self: apply(P(np.isfinite), "", (self,))
@@ -372,12 +361,6 @@ Tensor.sum = _sum_dtype
 Tensor.mean = _reduction(np.mean, "Mean")
 
 
-def _prod(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    if dim is None:
-        return apply(P(np.prod), "ProdBackward0", (self,))
-    return apply(P(np.prod), "ProdBackward1", (self,), {"axis": dim, "keepdims": keepdim})
-
-
 def _extremum(fun: Any, argfun: Any, stem: str, pair: Any, result: Any) -> Any:
     prim = P(fun)
 
@@ -393,7 +376,7 @@ def _extremum(fun: Any, argfun: Any, stem: str, pair: Any, result: Any) -> Any:
     return method
 
 
-Tensor.prod = _prod
+Tensor.prod = _reduction(np.prod, "Prod")
 Tensor.max = _extremum(np.max, np.argmax, "Max", Tensor.maximum, return_max)
 Tensor.min = _extremum(np.min, np.argmin, "Min", Tensor.minimum, return_min)
 Tensor.amax = lambda self, dim=None, keepdim=False: apply(
@@ -527,12 +510,6 @@ def _t(self: Tensor) -> Tensor:
                     ("transpose", (1, 0)))
 
 
-def _T(self: Tensor) -> Tensor:
-    axes = tuple(reversed(range(self._data.ndim)))
-    return _view_op(P(np.transpose), "PermuteBackward0", {"axes": axes}, self,
-                    ("transpose", axes))
-
-
 def _squeeze(self: Tensor, dim: Any = None) -> Tensor:
     if dim is None:
         return _view_op(P(np.squeeze), "SqueezeBackward0", {}, self, ("reshape", None))
@@ -567,7 +544,7 @@ Tensor.permute = _permute
 Tensor.transpose = _transpose
 Tensor.swapaxes = _transpose
 Tensor.t = _t
-Tensor.T = property(_T)
+Tensor.T = property(lambda self: _permute(self, *reversed(range(self._data.ndim))))
 Tensor.mT = property(lambda self: _transpose(self, -2, -1))
 Tensor.squeeze = _squeeze
 Tensor.unsqueeze = _unsqueeze
