@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -303,7 +304,7 @@ class Emitter:
         """Whether a contribution reads a value other than the (scalar) adjoint ``g``."""
         if not isinstance(contrib, Sym):
             return False
-        defs = {st.targets[0].id: st.value for st in self.tracer.stmts}
+        defs = self._statement_defs()
         allowed = {g.id} if isinstance(g, ast.Name) else set()
         stack = [contrib.node]
         while stack:
@@ -317,6 +318,10 @@ class Emitter:
                     elif node.id not in allowed and node.id not in self.tracer.helpers:
                         return True
         return False
+
+    def _statement_defs(self) -> dict[str, ast.expr]:
+        """The temporaries the rules of the current statement defined, by name."""
+        return {st.targets[0].id: st.value for st in self.tracer.stmts}
 
     def _merge(self, contributions: list) -> list:
         """Identical contributions to one variable (``x * x``) become one, times a count."""
@@ -334,7 +339,7 @@ class Emitter:
     def _expanded(self, contrib: Any) -> str:
         if not isinstance(contrib, Sym):
             return repr(contrib)
-        defs = {st.targets[0].id: st.value for st in self.tracer.stmts}
+        defs = self._statement_defs()
 
         class Expand(ast.NodeTransformer):
             def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -419,9 +424,9 @@ class Emitter:
         if old is None:
             name = self.fresh(f"d_{var}")
             stmts.append(_assign(name, value))
-            if self._fresh_array(value, stmts):
+            if self._fresh_array(value):
                 self.owned.add(name)
-            made = self._definition(value, stmts)
+            made = self._definition(value)
             if isinstance(made, ast.UnaryOp) and isinstance(made.op, ast.USub):
                 self.negated[var] = (stmts[-1], made.operand)
         elif var in self.negated:             # -a, then + c: one subtraction, c - a
@@ -440,16 +445,16 @@ class Emitter:
         self.adj[var] = _name(name)
         return stmts
 
-    def _definition(self, value: ast.expr, stmts: list[ast.stmt]) -> ast.expr:
+    def _definition(self, value: ast.expr) -> ast.expr:
         """``value`` with the temporaries just defined in ``stmts`` looked through."""
         defs = self.tracer.defs
         while isinstance(value, ast.Name) and value.id in defs:
             value = defs[value.id]
         return value
 
-    def _fresh_array(self, value: ast.expr, stmts: list[ast.stmt]) -> bool:
+    def _fresh_array(self, value: ast.expr) -> bool:
         """Whether ``value`` is a new array no other name refers to (arithmetic makes one)."""
-        return isinstance(self._definition(value, stmts), (ast.BinOp, ast.UnaryOp))
+        return isinstance(self._definition(value), (ast.BinOp, ast.UnaryOp))
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active
@@ -491,7 +496,6 @@ class Emitter:
             return value                     # known to have the input's shape and dtype
         return ast.Call(helper("match_input", support.match_input), [value, _name(param)], [])
 
-
     def _tree_gradient(self, tree: Any) -> ast.expr:
         items = {k: self._tree_gradient(v) if not isinstance(v, Var) else self.gradient_of(v.name)
                  for k, v in tree.children.items()}
@@ -508,5 +512,4 @@ def _index(index: Any) -> ast.expr:
 
 def _short(filename: str) -> str:
     """The file's name as comments show it (its base name: the same text from any directory)."""
-    import os
     return os.path.basename(filename)
