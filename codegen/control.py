@@ -12,6 +12,7 @@ import ast
 from typing import Any
 
 from srcgrad.codegen import support
+from srcgrad.codegen.symbolic import assign
 from srcgrad.ir import Stmt
 
 __all__ = ["primal_branch", "primal_loop", "adjoint_loop"]
@@ -21,13 +22,6 @@ def _name(name: str, store: bool = False) -> ast.Name:
     return ast.Name(name, ast.Store() if store else ast.Load())
 
 
-def _assign(targets: list[str] | str, value: ast.expr) -> ast.stmt:
-    if isinstance(targets, str):
-        return ast.Assign([_name(targets, True)], value, lineno=0)
-    return ast.Assign([ast.Tuple([_name(t, True) for t in targets], ast.Store())], value,
-                      lineno=0)
-
-
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
     """``if cond: out, back = then_vjp(...) else: out, back = else_vjp(...)``."""
     then_ir, else_ir = st.fn
@@ -35,7 +29,7 @@ def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
     back = em.fresh(f"{st.target}_backward") if st.target in em.active else "_"
     if back != "_":
         em.backward_of[st.target] = back
-    calls = [_assign([st.target, back], ast.Call(_name(em.vjp_name(ir)), args, []))
+    calls = [assign([st.target, back], ast.Call(_name(em.vjp_name(ir)), args, []))
              for ir in (then_ir, else_ir)]
     return [ast.If(em.operand(st.args[0]), [calls[0]], [calls[1]])]
 
@@ -49,20 +43,20 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     consts = [em.operand(a) for a in st.args[n:]]
     state = st.target
     start = carried + ([ast.Constant(False)] if st.params.get("stops") else [])
-    out: list[ast.stmt] = [_assign(state, ast.Tuple(start, ast.Load()))]  # (…, broke)
+    out: list[ast.stmt] = [assign(state, ast.Tuple(start, ast.Load()))]  # (…, broke)
     active = st.target in em.active
     backs = em.fresh(f"{state}_backs") if active else None
     back = em.fresh(f"{state}_back") if active else "_"
     if active:
         em.backward_of[st.target] = backs
-        out.append(_assign(backs, ast.List([], ast.Load())))
+        out.append(assign(backs, ast.List([], ast.Load())))
     stops = st.params.get("stops")
     carried_now: ast.expr = _name(state)
     if stops:                                  # the state ends with the body's break flag
         carried_now = ast.Subscript(_name(state), ast.Slice(None, ast.Constant(n), None),
                                     ast.Load())
     call_args = [_name(counter), ast.Starred(carried_now, ast.Load()), *consts]
-    body: list[ast.stmt] = [_assign([state, back], ast.Call(_name(em.vjp_name(body_ir)),
+    body: list[ast.stmt] = [assign([state, back], ast.Call(_name(em.vjp_name(body_ir)),
                                                             call_args, []))]
     if active:
         body.append(ast.Expr(ast.Call(ast.Attribute(_name(backs), "append", ast.Load()),
@@ -79,7 +73,7 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
                               ast.Constant(0), ast.Load())      # (result, backward)[0]
         test = ast.Subscript(value, ast.Constant(0), ast.Load())  # the test's one value
         body.append(ast.AugAssign(_name(counter, True), ast.Add(), ast.Constant(1)))
-        out += [_assign(counter, ast.Constant(0)), ast.While(test, body, [])]
+        out += [assign(counter, ast.Constant(0)), ast.While(test, body, [])]
     return out
 
 
@@ -89,12 +83,12 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     backs = em.backward_of[st.target]
     emitted: list[ast.stmt] = []
     d_state = em.fresh(f"d_{st.target}")
-    emitted.append(_assign(d_state, g))
+    emitted.append(assign(d_state, g))
     consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
     sums = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
     zero = em.tracer.use_helper("zero_gradient", support.zero_gradient)
     for i, name in sums.items():                    # zeros shaped as the value (no trips)
-        emitted.append(_assign(name, ast.Call(zero, [em.operand(st.args[i])], [])))
+        emitted.append(assign(name, ast.Call(zero, [em.operand(st.args[i])], [])))
     back = em.fresh(f"{st.target}_back")
     parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
         em.fresh(f"d_{a.name}_part") if i in sums else "_"
@@ -102,11 +96,11 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     seed: ast.expr = _name(d_state)
     if st.params.get("stops"):                 # no cotangent for the break flag
         seed = ast.BinOp(seed, ast.Add(), ast.Tuple([ast.Constant(None)], ast.Load()))
-    body: list[ast.stmt] = [_assign(parts, ast.Call(_name(back), [seed], [])),
-                            _assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
+    body: list[ast.stmt] = [assign(parts, ast.Call(_name(back), [seed], [])),
+                            assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
                                                        ast.Load()))]
     for i, name in sums.items():
-        body.append(_assign(name, ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))))
+        body.append(assign(name, ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))))
     emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
                            body, [], lineno=0))
     for i, a in enumerate(st.args[:n]):

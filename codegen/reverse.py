@@ -23,6 +23,7 @@ from srcgrad.codegen.symbolic import (
     Sym,
     SymbolicError,
     Tracer,
+    assign,
     numpy_path,
     subscript_expr,
     to_expr,
@@ -52,14 +53,6 @@ def comment(text: str) -> ast.stmt:
 
 def _name(name: str) -> ast.Name:
     return ast.Name(name, ast.Load())
-
-
-def _assign(target: str | list[str], value: ast.expr) -> ast.stmt:
-    if isinstance(target, list):
-        tgt: ast.expr = ast.Tuple([ast.Name(t, ast.Store()) for t in target], ast.Store())
-    else:
-        tgt = ast.Name(target, ast.Store())
-    return ast.Assign([tgt], value, lineno=0)
 
 
 class Emitter:
@@ -104,18 +97,18 @@ class Emitter:
         if st.kind == "effect":
             return st.expr
         if st.kind == "static":
-            return _assign(st.target, st.expr)
+            return assign(st.target, st.expr)
         if st.kind == "pack":
-            return _assign(st.target, ast.Tuple([self.operand(a) for a in st.args], ast.Load()))
+            return assign(st.target, ast.Tuple([self.operand(a) for a in st.args], ast.Load()))
         if st.kind == "unpack":
-            return _assign(st.target, ast.Subscript(self.operand(st.args[0]),
+            return assign(st.target, ast.Subscript(self.operand(st.args[0]),
                                                     ast.Constant(st.params["index"]),
                                                     ast.Load()))
         if st.kind == "leaf":
             value = self.operand(st.args[0])
             for key in st.params["path"]:
                 value = ast.Subscript(value, ast.Constant(key), ast.Load())
-            return _assign(st.target, value)
+            return assign(st.target, value)
         if st.kind == "call":
             args = [self.operand(a) for a in st.args]
             if st.target in self.active:
@@ -123,9 +116,9 @@ class Emitter:
                 self.backward_of[st.target] = backward
                 self.callees.append(st.fn)
                 vjp = self.vjp_name(st.fn, st.params.get("label"))
-                return _assign([st.target, backward], ast.Call(_name(vjp), args, []))
-            return _assign(st.target, ast.Call(st.expr, args, []))
-        return _assign(st.target, self.prim_expr(st))
+                return assign([st.target, backward], ast.Call(_name(vjp), args, []))
+            return assign(st.target, ast.Call(st.expr, args, []))
+        return assign(st.target, self.prim_expr(st))
 
     def operand(self, a: Any) -> ast.expr:
         return _name(a.name) if isinstance(a, Var) else const_expr(a)
@@ -298,7 +291,7 @@ class Emitter:
             f"d_{var}")
         self.aliases.discard(var)
         self.adj[var] = _name(name)
-        return [_assign(name, full)]
+        return [assign(name, full)]
 
     def _reads_arrays(self, contrib: Any, g: Any) -> bool:
         """Whether a contribution reads a value other than the (scalar) adjoint ``g``."""
@@ -378,7 +371,7 @@ class Emitter:
         call: ast.expr = ast.Call(_name(self.backward_of[st.target]), [g], [])
         if len(names) == 1:
             call = ast.Subscript(call, ast.Constant(0), ast.Load())
-        emitted = [_assign(names if len(names) > 1 else names[0], call)]
+        emitted = [assign(names if len(names) > 1 else names[0], call)]
         for a, name in wanted:
             if a.name in direct:
                 self.adj[a.name] = _name(name)
@@ -418,12 +411,12 @@ class Emitter:
         if old is not None and var in self.aliases:
             self.aliases.discard(var)
             name = self.fresh(f"d_{var}")
-            stmts.append(_assign(name, ast.BinOp(old, ast.Add(), value)))
+            stmts.append(assign(name, ast.BinOp(old, ast.Add(), value)))
             self.adj[var] = _name(name)
             return stmts
         if old is None:
             name = self.fresh(f"d_{var}")
-            stmts.append(_assign(name, value))
+            stmts.append(assign(name, value))
             if self._fresh_array(value):
                 self.owned.add(name)
             made = self._definition(value)
@@ -433,14 +426,14 @@ class Emitter:
             first, operand = self.negated.pop(var)
             self.dropped.add(id(first))
             name = old.id
-            stmts.append(_assign(name, ast.BinOp(value, ast.Sub(), operand)))
+            stmts.append(assign(name, ast.BinOp(value, ast.Sub(), operand)))
             self.owned.add(name)
         elif old.id in self.owned and not self.scalar:
             name = old.id                   # an array this code made: add into it
             stmts.append(ast.AugAssign(_name(name), ast.Add(), value))
         else:
             name = old.id
-            stmts.append(_assign(name, ast.BinOp(_name(name), ast.Add(), value)))
+            stmts.append(assign(name, ast.BinOp(_name(name), ast.Add(), value)))
             self.owned.add(name)
         self.adj[var] = _name(name)
         return stmts

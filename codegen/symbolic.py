@@ -18,7 +18,7 @@ import numpy as np
 
 from srcgrad.lowering_tables import value_expr
 
-__all__ = ["Sym", "Tracer", "SymbolicError", "to_expr", "subscript_expr", "helper_sources",
+__all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr", "helper_sources",
            "numpy_path"]
 
 
@@ -64,6 +64,15 @@ def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
 def to_expr(value: Any) -> ast.expr:
     """Any value a rule passes along (Syms, numbers, tuples, slices) as an expression."""
     return value_expr(value, leaf=lambda v: v.node if isinstance(v, Sym) else None)
+
+
+def assign(target: str | list[str], value: ast.expr) -> ast.stmt:
+    """``target = value``; a list of names unpacks (``out, back = value``)."""
+    if isinstance(target, list):
+        tgt: ast.expr = ast.Tuple([ast.Name(t, ast.Store()) for t in target], ast.Store())
+    else:
+        tgt = ast.Name(target, ast.Store())
+    return ast.Assign([tgt], value, lineno=0)
 
 
 def _hint(expr: ast.expr) -> str:
@@ -116,7 +125,7 @@ class Tracer:
         name = self.fresh(_hint(expr))
         self.temps.add(name)
         self.defs[name] = expr
-        self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], expr, lineno=0))
+        self.stmts.append(assign(name, expr))
         return Sym(ast.Name(name, ast.Load()), self)
 
     def sym(self, name: str) -> Sym:
