@@ -18,8 +18,8 @@ import numpy as np
 
 from srcgrad.lowering_tables import value_expr
 
-__all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr", "helper_sources",
-           "numpy_path"]
+__all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
+           "helper_sources", "numpy_path"]
 
 
 class SymbolicError(TypeError):
