@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import inspect
 import math
 import types
@@ -569,8 +570,7 @@ class Lowerer(ControlFlow):
 
 
 def _as_load(node: ast.expr) -> ast.expr:
-    import copy
-    node = copy.deepcopy(node)
+    node = _copy(node)
     for n in ast.walk(node):
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()
@@ -578,7 +578,6 @@ def _as_load(node: ast.expr) -> ast.expr:
 
 
 def _copy(node: ast.AST) -> ast.AST:
-    import copy
     return copy.deepcopy(node)
 
 
