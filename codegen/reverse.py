@@ -270,11 +270,10 @@ class Emitter:
 
     def _elementwise(self, st: Stmt) -> bool:
         """The rule maps a scalar ``g`` to an array of the input's shape exactly."""
-        fn = st.fn.fn
-        if st.fn.name in ("pow_scalar", "rsub", "sigmoid", "relu", "sum", "mean") or (
-                isinstance(fn, np.ufunc) and fn.nin == 1):
+        prim = st.fn
+        if prim.name in ("sum", "mean") or (prim.elementwise and prim.nin == 1):
             return True          # reductions spread g by ``unreduce``, which takes a scalar
-        return isinstance(fn, np.ufunc) and all(
+        return prim.elementwise and all(
             isinstance(a, Const) and isinstance(a.value, (int, float))
             for a in st.args if not isinstance(a, Var)) and sum(
             isinstance(a, Var) for a in st.args) == 1

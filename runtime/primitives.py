@@ -66,20 +66,23 @@ class Primitive:
     """An array function plus its derivative rules.
 
     ``nin`` is the number of array inputs (``None``: variadic, as ``concatenate``); every
-    further argument is a static parameter and is passed by keyword.
+    further argument is a static parameter and is passed by keyword.  ``elementwise``: the
+    output has the broadcast shape of the inputs, element by element (every ufunc is).
     """
 
-    __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "dtype_rule",
-                 "reads", "_saves", "complete", "__dict__")
+    __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "elementwise",
+                 "dtype_rule", "reads", "_saves", "complete", "__dict__")
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
-                 broadcasts: bool = False, dtype_rule: str = "promote") -> None:
+                 broadcasts: bool = False, elementwise: bool = False,
+                 dtype_rule: str = "promote") -> None:
         self.name = name
         self.fn = fn
         self.nin = nin
         self.vjps: tuple[Callable | None, ...] = ()
         self.argnum_vjp: Callable | None = None
         self.broadcasts = broadcasts
+        self.elementwise = elementwise
         self.dtype_rule = dtype_rule      # promote | float | bool | same | index | keep
         self.reads: list[dict[str, str]] = []
         self._saves: dict[tuple[bool, ...], tuple[str, tuple[str, ...]]] = {}
@@ -197,10 +200,12 @@ def _rule_reads(rule: Callable) -> dict[str, str]:
 
 
 def primitive(fn: Callable | None = None, *, name: str | None = None, nin: int | None = 1,
-              broadcasts: bool = False, dtype_rule: str = "promote") -> Any:
+              broadcasts: bool = False, elementwise: bool = False, dtype_rule: str = "promote"
+              ) -> Any:
     """Register ``fn`` as a primitive (decorator).  Returns the :class:`Primitive`."""
     def wrap(f: Callable) -> Primitive:
-        prim = Primitive(name or f.__name__, f, nin, broadcasts=broadcasts, dtype_rule=dtype_rule)
+        prim = Primitive(name or f.__name__, f, nin, broadcasts=broadcasts,
+                         elementwise=elementwise, dtype_rule=dtype_rule)
         PRIMITIVES[prim.name] = prim
         return prim
     return wrap(fn) if fn is not None else wrap
@@ -254,7 +259,7 @@ def _as_primitive(fun: Any, nin: int | None, broadcasts: bool | None, dtype_rule
             fun.broadcasts = broadcasts
         return fun
     if isinstance(fun, np.ufunc):
-        prim = Primitive(fun.__name__, fun, fun.nin, dtype_rule=dtype_rule,
+        prim = Primitive(fun.__name__, fun, fun.nin, dtype_rule=dtype_rule, elementwise=True,
                          broadcasts=fun.nin > 1 if broadcasts is None else broadcasts)
     else:
         prim = Primitive(fun.__name__, fun, nin, broadcasts=bool(broadcasts),

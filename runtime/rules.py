@@ -197,13 +197,13 @@ bind_numpy(np.radians, lookup(np.deg2rad))
 bind_numpy(np.degrees, lookup(np.rad2deg))
 
 
-@primitive(dtype_rule="float")
+@primitive(elementwise=True, dtype_rule="float")
 def sigmoid(x):
     """The logistic function, computed without overflow."""
     return np.exp(-np.logaddexp(0, -x))
 
 
-@primitive
+@primitive(elementwise=True)
 def relu(x):
     return np.maximum(x, 0)
 
@@ -228,13 +228,13 @@ defvjp(np.power,
        lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(x)))
 
 
-@primitive
+@primitive(elementwise=True)
 def pow_scalar(x, *, p):
     """``x ** p`` for a Python number ``p`` (PyTorch's ``pow(Tensor, Scalar)``)."""
     return x ** p
 
 
-@primitive
+@primitive(elementwise=True)
 def rsub(x, *, other):
     """``other - x`` for a Python number ``other`` (PyTorch's ``rsub(Tensor, Scalar)``)."""
     return other - x
