@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from srcgrad.codegen import support
+from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import assign
 from srcgrad.ir import Stmt
 
@@ -25,6 +25,8 @@ def _name(name: str, store: bool = False) -> ast.Name:
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
     """``if cond: out, back = then_vjp(...) else: out, back = else_vjp(...)``."""
     then_ir, else_ir = st.fn
+    for ir in (then_ir, else_ir):                   # inputs without adjoints: no gradients
+        ir.nondiff |= {p for p, a in zip(ir.params, st.args[1:]) if not em._wants(a)}
     args = [em.operand(a) for a in st.args[1:]]
     back = em.fresh(f"{st.target}_backward") if st.target in em.active else "_"
     if back != "_":
@@ -38,13 +40,15 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     """The loop, keeping each iteration's backward closure when the loop is active."""
     body_ir, test_ir = st.fn
     n = st.params["carried"]
+    active = st.target in em.active
+    body_ir.nondiff |= {p for k, (p, a) in enumerate(zip(body_ir.params[1:], st.args))
+                        if not (em._wants(a) or (k < n and active))}
     counter = em.fresh(st.params["counter"])
     carried = [em.operand(a) for a in st.args[:n]]
     consts = [em.operand(a) for a in st.args[n:]]
     state = st.target
     start = carried + ([ast.Constant(False)] if st.params.get("stops") else [])
     out: list[ast.stmt] = [assign(state, ast.Tuple(start, ast.Load()))]  # (…, broke)
-    active = st.target in em.active
     backs = em.fresh(f"{state}_backs") if active else None
     back = em.fresh(f"{state}_back") if active else "_"
     if active:
@@ -88,7 +92,9 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     sums = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
     zero = em.tracer.use_helper("zero_gradient", support.zero_gradient)
     for i, name in sums.items():                    # zeros shaped as the value (no trips)
-        emitted.append(assign(name, ast.Call(zero, [em.operand(st.args[i])], [])))
+        value = st.args[i]
+        emitted.append(assign(name, lists.zero_list(em, value.name) if value.name in em.fn.lists
+                              else ast.Call(zero, [em.operand(value)], [])))
     back = em.fresh(f"{st.target}_back")
     parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
         em.fresh(f"d_{a.name}_part") if i in sums else "_"
@@ -100,7 +106,10 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
                             assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
                                                        ast.Load()))]
     for i, name in sums.items():
-        body.append(assign(name, ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))))
+        total = ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))
+        if st.args[i].name in em.fn.lists:
+            total = lists.add_lists(em, _name(name), _name(parts[i + 1]))
+        body.append(assign(name, total))
     emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
                            body, [], lineno=0))
     for i, a in enumerate(st.args[:n]):

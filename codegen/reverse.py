@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen import control, support
+from srcgrad.codegen import control, lists, support
 from srcgrad.codegen.symbolic import (
     Sym,
     SymbolicError,
@@ -31,6 +31,7 @@ from srcgrad.codegen.symbolic import (
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.lowering_tables import const_expr
 from srcgrad.runtime import rules
+from srcgrad.runtime.list_rules import PRINTED_AS
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, unbroadcast
 
 __all__ = ["Emitter", "COMMENT"]
@@ -45,6 +46,7 @@ _COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
 _NUMPY_OF = {}
 for _fun, (_prim, _) in NUMPY_BINDINGS.items():
     _NUMPY_OF.setdefault(_prim, _fun)
+_NUMPY_OF.update(PRINTED_AS)
 
 
 def comment(text: str) -> ast.stmt:
@@ -76,6 +78,9 @@ class Emitter:
         self.owned: set[str] = set()        # adjoint names holding arrays made here
         self.negated: dict[str, tuple] = {}  # first adjoints that were a negation
         self.dropped: set[int] = set()      # statements folded into a later one
+        self.same_list: dict[str, str] = {}  # list version -> the version it appended to
+        self.lengths: dict[str, str] = {}    # list version -> name of its recorded length
+        self.changed_later = lists.changed_later(fn)
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -99,7 +104,13 @@ class Emitter:
         if st.kind == "static":
             return assign(st.target, st.expr)
         if st.kind == "pack":
-            return assign(st.target, ast.Tuple([self.operand(a) for a in st.args], ast.Load()))
+            items = [self.operand(a) for a in st.args]
+            return assign(st.target, ast.List(items, ast.Load()) if st.params.get("list")
+                          else ast.Tuple(items, ast.Load()))
+        if st.kind == "append":
+            return lists.primal_append(self, st)
+        if st.kind == "listget":
+            return lists.primal_listget(self, st)
         if st.kind == "unpack":
             return assign(st.target, ast.Subscript(self.operand(st.args[0]),
                                                     ast.Constant(st.params["index"]),
@@ -157,6 +168,8 @@ class Emitter:
             return ast.Call(numpy_path(np.einsum, self.namespace),
                             [ast.Constant(st.params["subscripts"]), *args], [])
         numpy_fun = _NUMPY_OF.get(prim)
+        if numpy_fun is sum:
+            return ast.Call(_name("sum"), args, kwargs)
         if numpy_fun is not None:
             return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
                             args, kwargs)
@@ -186,7 +199,7 @@ class Emitter:
 
     def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
         emitted: list[ast.stmt] = []
-        structural = ("unpack", "call", "pack", "branch", "loop")
+        structural = ("unpack", "call", "pack", "branch", "loop", "append")
         if st.target in self.virtual and st.kind in structural:
             emitted += self.materialize(st.target)      # callees see exact shapes
         g = self.adj.get(st.target)
@@ -195,9 +208,15 @@ class Emitter:
         if st.kind == "unpack":
             self.tuple_adj.setdefault(st.args[0].name, {})[st.params["index"]] = g
             return emitted
+        if st.kind == "append":
+            return emitted + lists.adjoint_append(self, st, g)
+        if st.kind == "listget":
+            return emitted + lists.adjoint_listget(self, st, g)
         if st.kind == "pack":
             for i, a in enumerate(st.args):
-                if self._wants(a):
+                if self._wants(a) and st.params.get("list"):
+                    emitted += self.accumulate(a.name, lists.item_gradient(self, g, i, a))
+                elif self._wants(a):
                     part = g[i] if isinstance(g, tuple) else ast.Subscript(
                         g, ast.Constant(i), ast.Load())
                     if part is not None:
@@ -345,9 +364,18 @@ class Emitter:
         parts = self.tuple_adj[st.target]
         n = st.params.get("outputs", st.params.get("carried", max(parts) + 1))
         zero = self.tracer.use_helper("zero_gradient", support.zero_gradient)
-        return ast.Tuple([parts[i] if parts.get(i) is not None else ast.Call(
-            zero, [ast.Subscript(_name(st.target), ast.Constant(i), ast.Load())], [])
-            for i in range(n)], ast.Load())
+        unpacked = {u.params["index"]: u.target for u in self.fn.body if u.kind == "unpack"
+                    and u.args[0] == Var(st.target)}
+        out = []
+        for i in range(n):
+            part = ast.Subscript(_name(st.target), ast.Constant(i), ast.Load())
+            if parts.get(i) is not None:
+                out.append(parts[i])
+            elif lists.is_list_output(st, i):
+                out.append(lists.zero_list(self, unpacked.get(i), part))
+            else:
+                out.append(ast.Call(zero, [part], []))
+        return ast.Tuple(out, ast.Load())
 
     def adjoint_call(self, st: Stmt, g: Any, args: list) -> list[ast.stmt]:
         g = self.cotangent(st, g)
@@ -406,6 +434,12 @@ class Emitter:
         if old is None and isinstance(value, ast.Name) and value.id not in self.tracer.temps:
             self.adj[var] = value           # the same gradient: a second name is not needed
             self.aliases.add(var)
+            return stmts
+        if old is not None and var in self.fn.lists:      # lists add element by element
+            self.aliases.discard(var)
+            name = self.fresh(f"d_{lists.root(self, var)}")
+            stmts.append(assign(name, lists.add_lists(self, old, value)))
+            self.adj[var] = _name(name)
             return stmts
         if old is not None and var in self.aliases:
             self.aliases.discard(var)
@@ -476,6 +510,8 @@ class Emitter:
             return self._tree_gradient(tree)
         helper = self.tracer.use_helper
         d = self.adj.get(param)
+        if param in self.fn.lists:                # a block's list: one entry per element
+            return d if d is not None else lists.zero_list(self, param)
         if self.scalar:                       # Python floats in, Python floats out
             if d is None:
                 return ast.Constant(0.0)

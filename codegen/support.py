@@ -25,3 +25,33 @@ def zero_gradient(x):
     if hasattr(x, "dtype") and x.dtype.kind in "fc":
         return np.zeros_like(x)
     return None
+
+
+# A list's gradient is a list with one entry per element; ``None`` stands for a zero entry, so
+# that a list of zeros costs one pointer an element.  Appending pops its element's gradient.
+
+def pop_gradient(d_list, x):
+    """The gradient of ``x``, the last element appended to a list: popped from ``d_list``."""
+    g = d_list.pop()
+    return zero_gradient(x) if g is None else g
+
+
+def item_gradient(d_list, i, x):
+    """The gradient of ``x``, the element ``i`` of a list, read from the list's gradient."""
+    g = d_list[i]
+    return zero_gradient(x) if g is None else g
+
+
+def add_at(d_list, index, g):
+    """Add ``g``, the gradient of ``xs[index]`` (an element, or a list for a slice)."""
+    if isinstance(index, slice):
+        part = d_list[index]
+        d_list[index] = add_lists(part, g)
+    else:
+        d_list[index] = g if d_list[index] is None else d_list[index] + g
+    return d_list
+
+
+def add_lists(a, b):
+    """The sum of two list gradients, element by element."""
+    return [y if x is None else x if y is None else x + y for x, y in zip(a, b)]

@@ -15,6 +15,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from srcgrad.codegen import support
+from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.reverse import Emitter, _name, comment
@@ -24,6 +26,7 @@ from srcgrad.frontend import Env, parse_function
 from srcgrad.graph import active_names, build_graph
 from srcgrad.ir import Function, fresh_name
 from srcgrad.lower import lower
+from srcgrad.runtime import list_rules as _list_rules
 from srcgrad.runtime import rules as _rules
 from srcgrad.runtime.primitives import PRIMITIVES
 
@@ -31,8 +34,9 @@ __all__ = ["Built", "build", "lower_function", "RESERVED"]
 
 RESERVED = ({"np", "cp", "math", "_"} | set(dir(builtins))
             | {p.fn.__name__ for p in PRIMITIVES.values()}
-            | {name for name in dir(_rules) if not name.startswith("__")}
-            | {"match_input", "zero_gradient", "check_scalar"})
+            | {name for module in (_rules, _list_rules, support) for name in dir(module)
+               if not name.startswith("__")}
+            | {"check_scalar"})
 
 
 @dataclass
@@ -143,7 +147,8 @@ class _ModuleBuilder:
         if kind == "vjp":
             seed = ir.fresh(f"d_{ir.result.name}" if hasattr(ir.result, "name") else "d_out")
             back = em.adjoint(_name(seed))
-            grads = ast.Tuple([em.gradient_of(p) for p in ir.params], ast.Load())
+            grads = ast.Tuple([ast.Constant(None) if p in ir.nondiff else em.gradient_of(p)
+                               for p in ir.params], ast.Load())     # None: nobody asks
             backward = ast.FunctionDef(
                 name=ir.fresh(f"{ir.name}_backward" if ir.name != "<lambda>" else "backward"),
                 args=_args([seed]), body=back + [ast.Return(grads)], decorator_list=[],
@@ -164,6 +169,7 @@ class _ModuleBuilder:
                                           else f"lambda_{kind}")
         fn = ast.FunctionDef(name=fname, args=_args(ir.params), body=body, decorator_list=[],
                              returns=None, type_params=[], lineno=0)
+        finish_lists(em, fn)
         if kind != "vjp":
             eliminate_dead_code(fn, {st.target for st in ir.body if st.kind == "prim"})
         if self.guard and name is None:

@@ -43,6 +43,9 @@ def assigned(stmts: list[ast.stmt]) -> set[str]:
                 base = base.value
             if isinstance(base, ast.Name):
                 names.add(base.id)                     # y[i] = v makes a new y
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr == "append" and isinstance(n.func.value, ast.Name):
+            names.add(n.func.value.id)                 # so does xs.append(v)
     return names
 
 
@@ -115,6 +118,8 @@ class ControlFlow:
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
+        child.in_block = True
+        child.list_names = {p for p in params if self.is_list(self.scope.get(p))}
         ir = child.lower_function()
         ir.name = label
         ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
@@ -130,12 +135,30 @@ class ControlFlow:
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
         return [self.materialize(self.scope[n], n) for n in names]
 
-    def bind_outputs(self, pack: Var, outputs: list[str]) -> None:
+    def consume_inputs(self, names: list[str], values: list, blocks: tuple,
+                       carried: set[str]) -> None:
+        """Inputs a block changes in place are old versions after it; a loop may not change
+        what it only reads (the next iteration would see the change)."""
+        for name, value in zip(names, values):
+            mutated = any(p in ir.mutates for ir in blocks if ir is not None
+                          for p, user in ir.source_names.items() if user == name
+                          and p in ir.params)
+            if not mutated or not isinstance(value, Var):
+                continue
+            if name not in carried:
+                raise self.error(f"the loop changes {name!r} in place but does not carry it "
+                                 "to the next iteration; make a copy inside the loop",
+                                 self._node_of_line())
+            self.consume(value, self.line, "a list" if self.is_list(value) else "an array")
+
+    def bind_outputs(self, pack: Var, outputs: list[str], blocks: tuple = ()) -> None:
         for i, name in enumerate(outputs):
             part = self.fresh(name)
             self.source_names[part] = name
             self.emit(Stmt(part, "unpack", args=[pack], params={"index": i}))
             self.scope[name] = Var(part)
+            if any(ir.returned(i) in ir.lists for ir in blocks):
+                self.lists.add(part)
 
     # ------------------------------------------------------------------------------- if
     def if_statement(self, s: ast.If) -> None:
@@ -156,9 +179,11 @@ class ControlFlow:
         blocks = tuple(self.block_function(b, inputs, outputs, f"{label}_{part}", s)
                        for b, part in ((then, "then"), (orelse, "else")))
         pack = self.fresh(f"if_{s.lineno}")
-        self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *self.bind_inputs(inputs, s)],
+        values = self.bind_inputs(inputs, s)
+        self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *values],
                        params={"outputs": len(outputs)}))
-        self.bind_outputs(Var(pack), outputs)
+        self.consume_inputs(inputs, values, blocks, set(inputs))
+        self.bind_outputs(Var(pack), outputs, blocks)
 
     def if_expression(self, node: ast.IfExp) -> Any:
         """``a if c else b`` as a branch whose blocks each compute one side."""
@@ -262,7 +287,8 @@ class ControlFlow:
         self.emit(Stmt(pack, "loop", fn=(body_ir, cond_ir), args=args,
                        params={"trip": trip, "carried": len(carried), "counter": counter,
                                "stops": bool(stop)}))
-        self.bind_outputs(Var(pack), carried)
+        self.consume_inputs(carried + consts, args, (body_ir,), set(carried))
+        self.bind_outputs(Var(pack), carried, (body_ir,))
         if orelse:
             self._live.pop()
             self._else(s, orelse, Var(pack), len(carried) if stop else None)

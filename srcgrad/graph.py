@@ -38,7 +38,8 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
         g.add_node(node, op=_op(st), line=st.line, kind=st.kind, active=False, saved=False)
         for i, a in enumerate(st.args):
             if isinstance(a, Var):
-                diff = st.kind in ("call", "pack", "unpack", "leaf", "loop") or (
+                diff = st.kind in ("call", "pack", "unpack", "leaf", "loop", "append",
+                                   "listget") or (
                     st.kind == "branch" and i > 0) or (
                     st.kind == "prim" and st.fn.vjp(i) is not None)
                 g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)

@@ -12,7 +12,9 @@ Every statement assigns one new name.  Its operands are :class:`Var` (an earlier
 ``effect``  a statement kept for its effect in the forward pass (``print``, ``assert``);
 ``leaf``    ``target = param[path]``: one leaf of a pytree argument (a differentiable input);
 ``branch``  ``target = then(*args[1:]) if args[0] else orelse(*args[1:])``: two blocks;
-``loop``    the carried values after running a body block (and a test block for ``while``).
+``loop``    the carried values after running a body block (and a test block for ``while``);
+``append``  ``args[0].append(args[1])``; ``target`` is the list after it (the same object);
+``listget`` ``target = args[0][index]`` of a Python list built at run time (``fn.lists``).
 """
 
 from __future__ import annotations
@@ -80,6 +82,17 @@ class Function:
     trees: dict[str, Any] = field(default_factory=dict)  # pytree parameter -> its leaves
     nondiff: set[str] = field(default_factory=set)       # parameters never differentiated
     flags: set[str] = field(default_factory=set)         # break/return flags: never active
+    lists: set[str] = field(default_factory=set)         # names holding run-time lists
+    mutates: set[str] = field(default_factory=set)       # parameters changed in place
+
+    def returned(self, i: int) -> str | None:
+        """The name a block returns at position ``i`` (a block returns a pack of outputs)."""
+        made = next((st for st in self.body if isinstance(self.result, Var)
+                     and st.target == self.result.name), None)
+        if made is None or made.kind != "pack" or i >= len(made.args):
+            return None
+        item = made.args[i]
+        return item.name if isinstance(item, Var) else None
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""

@@ -23,6 +23,7 @@ from srcgrad.control import ControlFlow, exposed
 from srcgrad.errors import CompileError, describe
 from srcgrad.frontend import Env, Source
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
+from srcgrad.lists import Lists, is_append
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
 
 __all__ = ["lower", "Pack"]
@@ -31,8 +32,9 @@ __all__ = ["lower", "Pack"]
 class Pack:
     """A tuple or list literal not yet materialised (``a, b = b, a``; ``return x, y``)."""
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list, is_list: bool = False) -> None:
         self.items = items
+        self.is_list = is_list
 
 
 class Tree:
@@ -43,7 +45,7 @@ class Tree:
         self.children = children        # key (str or int) -> Tree or Var
 
 
-class Lowerer(ControlFlow):
+class Lowerer(ControlFlow, Lists):
     def __init__(self, src: Source, env: Env, reserved: set[str],
                  trees: dict[int, Any] | None = None, result_name: str | None = None) -> None:
         self.src, self.env = src, env
@@ -60,6 +62,11 @@ class Lowerer(ControlFlow):
         self.source_names: dict[str, str] = {}
         self.free: dict[str, Any] = {}
         self.inline: set[str] = set()
+        self.lists: set[str] = set()          # names of Python lists built at run time
+        self.list_names: set[str] = set()     # parameters (user names) that are such lists
+        self.param_lists: set[str] = set()
+        self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
+        self.in_block = False                 # lowering a branch or loop body
         self.line = src.node.lineno
         self.text = ""
 
@@ -80,6 +87,7 @@ class Lowerer(ControlFlow):
         return CompileError(message, self.src.where(node))
 
     def emit(self, stmt: Stmt) -> Var:
+        self.check_fresh(stmt)
         stmt.line, stmt.text = self.line, self.text
         self.body.append(stmt)
         return Var(stmt.target) if stmt.target else None
@@ -97,6 +105,9 @@ class Lowerer(ControlFlow):
             self.scope[a.arg] = Var(name)
             self.source_names[name] = a.arg
             params.append(name)
+            if a.arg in self.list_names:
+                self.lists.add(name)
+                self.param_lists.add(name)
         for position, structure in self.trees.items():
             user = args.args[position].arg
             self.line, self.text = node.lineno, f"{user} (a {structure[0]!s})"
@@ -114,6 +125,8 @@ class Lowerer(ControlFlow):
                       node.lineno, defaults, self.source_names, self.used, self.free,
                       self.inline, self.leaves)
         fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.flags}
+        fn.lists = set(self.lists)
+        fn.mutates = {p for p in params if p in self.consumed}
         return fn
 
     def block(self, stmts: list[ast.stmt]) -> Any:
@@ -155,6 +168,17 @@ class Lowerer(ControlFlow):
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return                                     # a docstring
+            if is_append(s.value):
+                return self.append(s.value)
+            value = s.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                receiver = self.expr(value.func.value)
+                if self.is_list(receiver):
+                    raise self.error(f"srcgrad compiles a list's .append; list."
+                                     f"{value.func.attr}() is not compiled", value)
+                if isinstance(receiver, Var) and not self.is_static(receiver):
+                    raise self.error(f"srcgrad cannot compile .{value.func.attr}() for its "
+                                     "effect on an array", value)
             self.effect(s, s.value)
         elif isinstance(s, ast.Assert):
             self.effect(s, s.test)
@@ -186,6 +210,16 @@ class Lowerer(ControlFlow):
             for t, item in zip(target.elts, items):
                 self.assign(t, item)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            base = self.expr(target.value)
+            if isinstance(base, Pack) and base.is_list:
+                key = self.expr(target.slice)
+                if isinstance(key, Const) and isinstance(key.value, int) and \
+                        -len(base.items) <= key.value < len(base.items):
+                    base.items[key.value] = self.materialize(value, "item")
+                    return
+            if self.is_list(base):
+                raise self.error("srcgrad cannot compile assigning to an element of a list "
+                                 "built at run time; build it with append", target)
             self.assign(target.value, self.subscript_write(target, value))
         else:
             raise self.error(f"srcgrad cannot compile an assignment to "
@@ -199,8 +233,10 @@ class Lowerer(ControlFlow):
             raise self.error("srcgrad compiles subscript writes into arrays", target)
         index = self.index_param(target.slice)
         value = self.materialize(value, "t")
-        return self.prim(T.lookup("index_put"), [base, value], {"index": index},
-                         f"{base.name}_set", target)
+        new = self.prim(T.lookup("index_put"), [base, value], {"index": index},
+                        f"{base.name}_set", target)
+        self.consume(base, self.line, "an array")
+        return new
 
     def rename_var(self, var: Var, user_name: str) -> Var:
         """Give the statement that made ``var`` the user's name (SSA: ``x``, ``x_1``, …)."""
@@ -227,6 +263,9 @@ class Lowerer(ControlFlow):
             return value.items
         if isinstance(value, Const):
             return [Const(v) for v in value.value]
+        if self.is_runtime_list(value):
+            return [self.emit(Stmt(self.fresh(f"{value.name}_item"), "listget", args=[value],
+                                   params={"index": i})) for i in range(n)]
         static = value.name in self.static
         made_by = next((st for st in reversed(self.body) if st.target == value.name), None)
         if not static and (made_by is None or made_by.kind not in ("call", "pack")):
@@ -244,7 +283,11 @@ class Lowerer(ControlFlow):
     def materialize(self, value: Any, hint: str) -> Any:
         if isinstance(value, Pack):
             items = [self.materialize(v, f"{hint}_{i}") for i, v in enumerate(value.items)]
-            return self.emit(Stmt(self.fresh(hint), "pack", args=items))
+            made = self.emit(Stmt(self.fresh(hint), "pack", args=items,
+                                  params={"list": True} if value.is_list else {}))
+            if value.is_list:
+                self.lists.add(made.name)
+            return made
         return value
 
     # -------------------------------------------------------------------- expressions
@@ -274,7 +317,13 @@ class Lowerer(ControlFlow):
     def expr_Tuple(self, node: ast.Tuple) -> Pack:
         return Pack([self.expr(e) for e in node.elts])
 
-    expr_List = expr_Tuple
+    def expr_List(self, node: ast.List) -> Pack:
+        return Pack([self.expr(e) for e in node.elts], is_list=True)
+
+    def expr_ListComp(self, node: ast.ListComp) -> Var:
+        return self.comprehension(node)
+
+    expr_GeneratorExp = expr_ListComp
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
@@ -300,6 +349,12 @@ class Lowerer(ControlFlow):
 
     def binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST) -> Any:
         a, b = self.expr(left), self.expr(right)
+        if self.is_list(a) or self.is_list(b):
+            if isinstance(a, Pack) and isinstance(b, Pack) and isinstance(op, ast.Add):
+                return Pack(a.items + b.items, is_list=True)
+            if not (self.is_static(a) and self.is_static(b)):
+                raise self.error(f"srcgrad cannot compile {describe(op)} on lists built at "
+                                 "run time (build them with append)", node)
         if self.is_static(a) and self.is_static(b):
             return self.static_expr(node if isinstance(node, ast.BinOp)
                                     else ast.BinOp(left, op, right))
@@ -367,8 +422,15 @@ class Lowerer(ControlFlow):
         if isinstance(base, Pack):
             key = self.expr(node.slice)
             if isinstance(key, Const) and isinstance(key.value, int):
+                if not -len(base.items) <= key.value < len(base.items):
+                    raise self.error(f"index {key.value} is out of range for "
+                                     f"{len(base.items)} items", node.slice)
                 return base.items[key.value]
-            raise self.error("a tuple is indexed by a constant integer here", node.slice)
+            if isinstance(key, Const) and isinstance(key.value, slice):
+                return Pack(base.items[key.value], base.is_list)
+            return self.list_item(base, node)
+        if self.is_runtime_list(base):
+            return self.list_item(base, node)
         if self.is_static(base):
             return self.static_expr(node)
         index = self.index_param(node.slice)
@@ -415,6 +477,8 @@ class Lowerer(ControlFlow):
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)
+        if f is builtins.sum:
+            return self.builtin_sum(node)
         if f is T.STOP_GRADIENT:
             return self.prim(T.lookup("stop_gradient"), [self.expr(node.args[0])], {},
                              "stopped", node)
@@ -490,6 +554,9 @@ class Lowerer(ControlFlow):
             return value
 
     def method(self, receiver: Var, name: str, node: ast.Call) -> Any:
+        if self.is_runtime_list(receiver):
+            raise self.error(f"srcgrad compiles a list's .append as a statement of its own; "
+                             f"list.{name}() here is not compiled", node)
         spec = T.METHODS.get(name)
         if spec is None:
             raise self.error(f"srcgrad cannot compile the array method .{name}()", node)
@@ -505,6 +572,10 @@ class Lowerer(ControlFlow):
     def user_call(self, fn: Const, node: ast.Call) -> Any:
         args = [self.materialize(self.expr(a), "t") for a in node.args]
         callee = fn.value
+        for a in args:
+            if self.is_runtime_list(a):
+                raise self.error(f"passing a list to {callee.__name__}() is not compiled yet "
+                                 "(pass np.stack of it, or the arrays one by one)", node)
         signature = inspect.signature(callee)
         try:
             bound = signature.bind(*args, **{k.arg: self.materialize(self.expr(k.value), "t")

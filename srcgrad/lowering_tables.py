@@ -149,11 +149,13 @@ def _join(prim_name: str) -> Any:
     def lower_join(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         from srcgrad.lower import Pack
         seq = args[0] if args else None
-        if not isinstance(seq, Pack):
-            raise lowerer.error(f"np.{prim_name} of a list literal or tuple is compiled "
-                                "(lists built in loops come with control flow)", node)
         axis = lowerer.param(kwargs["axis"]) if "axis" in kwargs else (
             args[1].value if len(args) > 1 else 0)
+        if lowerer.is_runtime_list(seq):
+            return lowerer.join_list(prim_name, seq, axis, node)
+        if not isinstance(seq, Pack):
+            raise lowerer.error(f"np.{prim_name} is compiled on a list or a tuple of arrays",
+                                node)
         return lowerer.prim(PRIMITIVES[prim_name], seq.items, {"axis": axis}, prim_name, node)
     return lower_join
 
@@ -168,6 +170,8 @@ def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
 def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     from srcgrad.lower import Pack
     value = args[0]
+    if lowerer.is_runtime_list(value):
+        return lowerer.join_list("stack", value, 0, node)
     if isinstance(value, Pack) and not lowerer.is_static(value):
         return lowerer.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
     if lowerer.is_static(value):

@@ -19,7 +19,7 @@ _SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 def shapes_follow_from_inputs(fn: Function) -> bool:
     static = {st.target for st in fn.body if st.kind == "static"}
     for st in fn.body:
-        if st.kind in ("call", "leaf", "branch", "loop"):
+        if st.kind in ("call", "leaf", "branch", "loop", "append", "listget"):
             return False                                 # shapes may follow the data
         if st.kind == "prim" and any(isinstance(v, Var) for v in st.params.values()):
             return False                                 # a run-time index or shape

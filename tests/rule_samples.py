@@ -96,6 +96,10 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "take": ([r(3, 4)], {"indices": np.array([0, 3, 3]), "axis": 1}),
     "concatenate": ([r(2, 3), r(1, 3), r(4, 3)], {"axis": 0}),
     "stack": ([r(2, 3), r(2, 3)], {"axis": -1}),
+    # list family: one input, a Python list of arrays
+    "stack_list": ([[r(2, 3), r(2, 3), r(2, 3)]], {"axis": 1}),
+    "concatenate_list": ([[r(2, 3), r(1, 3), r(4, 3)]], {"axis": 0}),
+    "sum_list": ([[r(2, 3), r(3), r(2, 3)]], {}),
     # neural-network family
     "mse_loss": ([r(3, 4), r(3, 4)], {"reduction": "mean"}),
     "binary_cross_entropy_with_logits": ([r(3, 4, lo=-3, hi=3), r(3, 4, lo=0, hi=1)],
@@ -155,6 +159,8 @@ def _torch_equivalents():
         "repeat": lambda x, repeats, axis: x.repeat_interleave(repeats, axis),
         "copy": t.clone, "concatenate": lambda *xs, axis: t.cat(xs, axis),
         "stack": lambda *xs, axis: t.stack(xs, axis),
+        "stack_list": lambda xs, axis: t.stack(xs, axis),
+        "concatenate_list": lambda xs, axis: t.cat(xs, axis), "sum_list": sum,
         "mse_loss": lambda x, y, reduction: F.mse_loss(x, y, reduction=reduction),
         "binary_cross_entropy_with_logits": lambda x, y, reduction:
             F.binary_cross_entropy_with_logits(x, y, reduction=reduction),

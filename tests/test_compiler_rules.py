@@ -22,7 +22,7 @@ def _compiled_function(name):
     inputs, params = SAMPLES[name]
     diff = [k for k, a in enumerate(inputs) if isinstance(a, np.ndarray)
             and a.dtype == np.float64]
-    out = np.asarray(prim.fn(*inputs, **params))
+    out = np.asarray(prim.fn(*inputs, **params))    # for the list family, of one list
     cot = np.random.default_rng(3).standard_normal(out.shape)
     namespace = {"np": np, "PRIM": prim, "COT": cot}
     call_args = []
@@ -35,6 +35,19 @@ def _compiled_function(name):
     for key, value in params.items():
         namespace[f"P_{key}"] = value
         call_args.append(f"{key}=P_{key}")
+    if isinstance(inputs[0], list):          # the list family: a list built in a loop
+        inputs = inputs[0]
+        diff = list(range(len(inputs)))
+        names = ", ".join(f"x{k}" for k in diff)
+        keywords = "".join(f", {key}=P_{key}" for key in params)
+        fn = define(f"""
+            def f({names}):
+                items = []
+                for x in ({names},):
+                    items.append(x * 1.0)
+                return np.sum(PRIM(items{keywords}) * COT)
+            """, namespace)
+        return fn, diff, inputs
     params_list = ", ".join(f"x{k}" for k in diff)
     fn = define(f"""
         def f({params_list}):

@@ -41,11 +41,49 @@ CASES = {
                 return t * t
             return np.sum(g(x))
         """, 3, "nested function"),
-    "list comprehension": ("""
+    "dict comprehension": ("""
+        def f(x):
+            parts = {k: x * k for k in range(3)}
+            return np.sum(parts[1])
+        """, 3, "dict comprehension"),
+    "list method": ("""
         def f(x):
             parts = [x * k for k in range(3)]
+            parts.pop()
             return np.sum(np.stack(parts))
-        """, 3, "list comprehension"),
+        """, 4, "list.pop()"),
+    "list element write": ("""
+        def f(x):
+            parts = [x * k for k in range(3)]
+            parts[0] = x
+            return np.sum(np.stack(parts))
+        """, 4, "element of a list"),
+    "second name of a written array": ("""
+        def f(x):
+            y = x * 1.0
+            z = y
+            z[0] = 0.0
+            return np.sum(y * z)
+        """, 6, "changed in place"),
+    "second name of an appended list": ("""
+        def f(x):
+            hs = [x]
+            for _ in range(3):
+                hs.append(hs[-1] * 2.0)
+            alias = hs
+            alias.append(x)
+            return np.sum(np.stack(hs))
+        """, 8, "changed in place"),
+    "loop writes what it only reads": ("""
+        def f(x):
+            y = x * 1.0
+            total = 0.0
+            for i in range(3):
+                z = y
+                z[i] = 0.0
+                total = total + np.sum(z)
+            return total
+        """, 5, "in place"),
     "early return": ("""
         def f(x):
             return np.sum(x)

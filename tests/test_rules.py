@@ -1,7 +1,8 @@
 """Every differentiable primitive of the rule table, checked three ways (float64):
 the eager engine's gradient against central finite differences and against PyTorch, and the
 second derivative (the rules run on Tensors under ``create_graph``) against differences of
-the first.
+the first.  The list family (one input: a list of arrays) is compiler-only: its rules are
+checked on arrays against differences and PyTorch here, and compiled in test_compiler_rules.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from conftest import needs_torch, numerical_grad
 from rule_samples import NO_SECOND_ORDER, SAMPLES, torch_equivalents
 
 import srcgrad
+from srcgrad.runtime.list_rules import PRINTED_AS
 from srcgrad.runtime.primitives import PRIMITIVES
 
-DIFFERENTIABLE = sorted(name for name, p in PRIMITIVES.items() if p.differentiable)
+LISTS = sorted(p.name for p in PRINTED_AS)
+DIFFERENTIABLE = sorted(name for name, p in PRIMITIVES.items() if p.differentiable
+                        and name not in LISTS)
 TORCH = torch_equivalents()
 
 
 def test_every_differentiable_primitive_has_a_sample():
-    missing = [name for name in DIFFERENTIABLE if name not in SAMPLES]
+    missing = [name for name in DIFFERENTIABLE + LISTS if name not in SAMPLES]
     assert not missing, f"add a sample to tests/rule_samples.py for {missing}"
 
 
@@ -110,3 +114,36 @@ def test_value_and_gradient_match_pytorch(name):
     for g, k in zip(grads, diff):
         np.testing.assert_allclose(g, targs[k].grad.numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=f"{name}: input {k}")
+
+
+def _list_case(name):
+    prim = PRIMITIVES[name]
+    (items,), params = SAMPLES[name]
+    items = [np.array(a, copy=True) for a in items]
+    v = np.random.default_rng(5).standard_normal(np.shape(prim.fn(items, **params)))
+    grads = prim.vjp(0)(v, prim.fn(items, **params), items, **params)
+    return prim, items, params, v, grads
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_list_rule_matches_finite_differences(name):
+    prim, items, params, v, grads = _list_case(name)
+    assert isinstance(grads, list) and len(grads) == len(items)
+    for k, g in enumerate(grads):
+        def f(x, k=k):
+            return float(np.sum(prim.fn(items[:k] + [x] + items[k + 1:], **params) * v))
+        np.testing.assert_allclose(g, numerical_grad(f, [items[k]], 0), rtol=1e-6,
+                                   atol=1e-8, err_msg=f"{name}: element {k}")
+
+
+@needs_torch
+@pytest.mark.parametrize("name", LISTS)
+def test_list_rule_matches_pytorch(name):
+    import torch
+    prim, items, params, v, grads = _list_case(name)
+    leaves = [torch.tensor(a, requires_grad=True) for a in items]
+    out = TORCH[name](leaves, **params)
+    np.testing.assert_allclose(out.detach().numpy(), prim.fn(items, **params), rtol=1e-12)
+    (out * torch.tensor(v)).sum().backward()
+    for g, leaf in zip(grads, leaves):
+        np.testing.assert_allclose(g, leaf.grad.numpy(), rtol=1e-10, atol=1e-12)
