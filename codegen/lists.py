@@ -123,8 +123,14 @@ def changed_later(fn: Any) -> set[str]:
     and a block's list parameters (the caller may append to the list after the block)."""
     out = {p for p in fn.params if p in fn.lists}
     for st in fn.body:
-        if st.kind in ("append", "loop", "branch", "call"):
-            out |= {a.name for a in st.args if isinstance(a, Var) and a.name in fn.lists}
+        if st.kind == "append":
+            out.add(st.args[0].name)
+        elif st.kind in ("loop", "branch"):
+            blocks, params = ((st.fn[0],), st.fn[0].params[1:]) if st.kind == "loop" else (
+                st.fn, st.fn[0].params)
+            args = st.args if st.kind == "loop" else st.args[1:]
+            out |= {a.name for a, p in zip(args, params) if isinstance(a, Var)
+                    and a.name in fn.lists and any(p in ir.mutates for ir in blocks)}
     return out
 
 

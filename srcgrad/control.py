@@ -119,7 +119,8 @@ class ControlFlow:
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
         child.in_block = True
-        child.list_names = {p for p in params if self.is_list(self.scope.get(p))}
+        child.list_names = {p for p in params if self.is_list(self.scope.get(p))
+                            or self.is_sequence_tree(self.scope.get(p))}
         ir = child.lower_function()
         ir.name = label
         ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
@@ -133,7 +134,23 @@ class ControlFlow:
         return sorted(n for n in names if n in self.scope)
 
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
-        return [self.materialize(self.scope[n], n) for n in names]
+        return [self.materialize(self.tree_as_list(self.scope[n], n, node), n) for n in names]
+
+    def is_sequence_tree(self, value: Any) -> bool:
+        from srcgrad.lower import Tree
+        return isinstance(value, Tree) and value.kind != "dict"
+
+    def tree_as_list(self, value: Any, name: str, node: ast.AST) -> Any:
+        """A list or tuple argument read inside a block: the list of its leaves."""
+        from srcgrad.lower import Pack, Tree
+        if not isinstance(value, Tree):
+            return value
+        leaves = list(value.children.values())
+        if value.kind == "dict" or not all(isinstance(v, Var) for v in leaves):
+            raise self.error(f"the pytree argument {name!r} is read inside a branch or "
+                             "loop; srcgrad compiles that for a flat list or tuple of arrays",
+                             node)
+        return Pack(leaves, is_list=True)
 
     def consume_inputs(self, names: list[str], values: list, blocks: tuple,
                        carried: set[str]) -> None:

@@ -43,6 +43,7 @@ class Tree:
     def __init__(self, kind: Any, children: dict) -> None:
         self.kind = kind
         self.children = children        # key (str or int) -> Tree or Var
+        self.root: Var | None = None    # the parameter, for a whole argument
 
 
 class Lowerer(ControlFlow, Lists):
@@ -110,8 +111,10 @@ class Lowerer(ControlFlow, Lists):
                 self.param_lists.add(name)
         for position, structure in self.trees.items():
             user = args.args[position].arg
-            self.line, self.text = node.lineno, f"{user} (a {structure[0]!s})"
+            kind = getattr(structure[0], "__name__", structure[0])
+            self.line, self.text = node.lineno, f"{user} (a {kind})"
             tree = self.tree(Var(params[position]), structure, user, ())
+            tree.root = Var(params[position])
             self.scope[user] = self.leaves[params[position]] = tree
         defaults = {}
         for a, d in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
@@ -417,6 +420,9 @@ class Lowerer(ControlFlow, Lists):
             key = self.expr(node.slice)
             if isinstance(key, Const) and key.value in base.children:
                 return base.children[key.value]
+            leaves = list(base.children.values())
+            if base.kind != "dict" and all(isinstance(v, Var) for v in leaves):
+                return self.list_item(Pack(leaves, is_list=True), node)   # xs[t] in a loop
             raise self.error("a pytree argument is indexed by a constant key here",
                              node.slice)
         if isinstance(base, Pack):
@@ -634,6 +640,8 @@ class Lowerer(ControlFlow, Lists):
                              for v in value.items]
                     uses.extend(v.name for v in value.items if isinstance(v, Var))
                     return ast.Tuple(items, ast.Load())
+                if isinstance(value, Tree):       # len(xs) of a pytree argument
+                    return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
                 lowerer.note_global(n.id)
                 return n
         new = Renamer().visit(_copy(node))

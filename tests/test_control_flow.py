@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from compiled_helpers import define
+from compiled_helpers import arguments, check_three_ways, define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
 
 CASES = {
     "if elif else": ("""
@@ -148,57 +147,26 @@ CASES = {
 }
 
 
-def _arguments(spec, rng):
-    args = []
-    for item in spec:
-        if isinstance(item, tuple):
-            args.append(rng.uniform(0.2, 1.4, item))
-        else:
-            args.append(item)
-    return args
-
-
-def _check(fn, args):
-    wrt = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
-    snapshot = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    compiled = srcgrad.grad(fn, wrt=wrt, strict=True)
-    got = compiled(*args)
-    got = got if isinstance(got, tuple) else (got,)
-    for a, b in zip(args, snapshot):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(a, b)          # never mutated
-    eager = eager_transform(fn, "grad", list(args), wrt, False)
-    for k, i in enumerate(wrt):
-        np.testing.assert_allclose(got[k], eager[k], rtol=1e-9, atol=1e-11)
-        def f(x, i=i):
-            values = list(args)
-            values[i] = x
-            return float(fn(*values))
-        fd = numerical_grad(f, [args[i].copy()], 0)
-        np.testing.assert_allclose(got[k], fd, rtol=1e-5, atol=1e-7)
-    return compiled
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_compiled_equals_eager_and_finite_differences(case):
     source, spec, others = CASES[case]
     fn = define(source, {"np": np})
     rng = np.random.default_rng(0)
     for s in [spec, *others]:
-        _check(fn, _arguments(s, rng))
+        check_three_ways(fn, arguments(s, rng))
 
 
 def test_both_sides_of_a_data_branch():
     fn = define(CASES["branch on data"][0], {"np": np})
-    _check(fn, [np.array([0.5, 0.2, -0.1, 0.3])])
-    _check(fn, [np.array([-0.5, 0.2, -0.1, 0.3])])
+    check_three_ways(fn, [np.array([0.5, 0.2, -0.1, 0.3])])
+    check_three_ways(fn, [np.array([-0.5, 0.2, -0.1, 0.3])])
 
 
 def test_every_exit_of_a_function_with_early_returns():
     fn = define(CASES["return anywhere"][0], {"np": np})
     for x, n in [([1.1, 1.2, 1.4], 5), ([0.3, 0.2, 0.4], 3), ([0.9, 0.2, 0.4], 6),
                  ([0.3, 0.2, 0.4], 0)]:
-        _check(fn, [np.array(x), n])
+        check_three_ways(fn, [np.array(x), n])
 
 
 def test_zero_trip_loop_passes_values_through():
@@ -221,7 +189,7 @@ def test_a_long_loop_backwards():
                 y = y * 0.999 + 0.001 * np.sin(y)
             return np.sum(y)
         """, {"np": np})
-    _check(fn, [np.array([0.3, 0.6]), 2000])
+    check_three_ways(fn, [np.array([0.3, 0.6]), 2000])
 
 
 def test_recursion_compiles():
