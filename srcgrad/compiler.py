@@ -20,11 +20,11 @@ from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.reverse import Emitter, _name, comment
-from srcgrad.codegen.symbolic import SymbolicError
+from srcgrad.codegen.symbolic import SymbolicError, assign
 from srcgrad.errors import CompileError, Location
 from srcgrad.frontend import Env, parse_function
 from srcgrad.graph import active_names, build_graph
-from srcgrad.ir import Function, fresh_name
+from srcgrad.ir import Function, Var, fresh_name
 from srcgrad.lower import lower
 from srcgrad.runtime import list_rules as _list_rules
 from srcgrad.runtime import rules as _rules
@@ -147,6 +147,9 @@ class _ModuleBuilder:
         if kind == "vjp":
             seed = ir.fresh(f"d_{ir.result.name}" if hasattr(ir.result, "name") else "d_out")
             back = em.adjoint(_name(seed))
+            if name is None and _returns_list(ir):
+                own = em.tracer.use_helper("own_lists", support.own_lists)
+                back.insert(0, assign(seed, ast.Call(own, [_name(seed)], [])))
             grads = ast.Tuple([ast.Constant(None) if p in ir.nondiff else em.gradient_of(p)
                                for p in ir.params], ast.Load())     # None: nobody asks
             backward = ast.FunctionDef(
@@ -180,6 +183,13 @@ class _ModuleBuilder:
                           and st.target not in ir.source_names}
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
+
+
+def _returns_list(ir: Function) -> bool:
+    """Whether the result is a run-time list, or a tuple with one among its items."""
+    if not isinstance(ir.result, Var):
+        return False
+    return ir.result.name in ir.lists or any(name in ir.lists for name in ir.outputs())
 
 
 def _guard(facts: dict, params: list[str]) -> ast.stmt:

@@ -85,14 +85,18 @@ class Function:
     lists: set[str] = field(default_factory=set)         # names holding run-time lists
     mutates: set[str] = field(default_factory=set)       # parameters changed in place
 
-    def returned(self, i: int) -> str | None:
-        """The name a block returns at position ``i`` (a block returns a pack of outputs)."""
+    def outputs(self) -> list[str | None]:
+        """The names a tuple result is packed from (a block returns a pack of its outputs)."""
         made = next((st for st in self.body if isinstance(self.result, Var)
                      and st.target == self.result.name), None)
-        if made is None or made.kind != "pack" or i >= len(made.args):
-            return None
-        item = made.args[i]
-        return item.name if isinstance(item, Var) else None
+        if made is None or made.kind != "pack":
+            return []
+        return [a.name if isinstance(a, Var) else None for a in made.args]
+
+    def returned(self, i: int) -> str | None:
+        """The name returned at position ``i`` of a tuple result."""
+        outputs = self.outputs()
+        return outputs[i] if i < len(outputs) else None
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""

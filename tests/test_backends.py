@@ -58,3 +58,19 @@ def test_on_a_real_device():  # pragma: no cover - needs a GPU
     import cupy
     got = srcgrad.grad(loss, backend="auto")(cupy.asarray(W), cupy.asarray(X), cupy.asarray(Y))
     np.testing.assert_allclose(cupy.asnumpy(got), srcgrad.grad(loss)(W, X, Y), rtol=1e-6)
+
+
+def rnn(h, w, xs):
+    hs = [h]
+    for x in xs:
+        hs.append(np.tanh(hs[-1] * w + x))
+    return np.sum(np.concatenate(hs[1:]) ** 2) + sum(np.sum(v) for v in hs)
+
+
+def test_cupy_lists_and_loops_run_with_the_name_bound_to_numpy(cupy_is_numpy):
+    xs = rng.normal(size=(4, 3))
+    g = srcgrad.grad(rnn, wrt=(0, 1), backend="cupy", strict=True)
+    code = [line for line in g.source.splitlines() if not line.strip().startswith("#")]
+    assert "cp.concatenate(hs" in g.source and not any("np." in line for line in code)
+    for got, want in zip(g(W, W * 0.5, xs), srcgrad.grad(rnn, wrt=(0, 1))(W, W * 0.5, xs)):
+        np.testing.assert_allclose(got, want)

@@ -185,3 +185,34 @@ def test_the_callers_list_argument_is_never_changed():
     assert len(items) == 2 and all(np.array_equal(a, b) for a, b in zip(items, before))
     np.testing.assert_allclose(dx, items[0] * items[1])
     np.testing.assert_allclose(ditems[0], np.array([1.0, 3.0]) * items[1])
+
+
+def test_vjp_of_a_list_result_leaves_the_cotangent_alone():
+    fn = define("""
+        def f(x, n):
+            out = []
+            for k in range(n):
+                out.append(np.sin(x) * (k + 1.0))
+            return out
+        """, {"np": np})
+    x = np.array([0.3, -0.4])
+    value, back = srcgrad.vjp(fn, x, 3, strict=True)
+    assert isinstance(value, list) and len(value) == 3
+    cotangent = [np.ones(2), np.full(2, 2.0), np.full(2, 3.0)]
+    dx, _ = back(cotangent)
+    np.testing.assert_allclose(dx, np.cos(x) * (1 + 4 + 9))
+    assert len(cotangent) == 3 and cotangent[2][0] == 3.0        # not popped, not changed
+
+
+def test_value_and_grad_and_compile_of_a_comprehension():
+    fn = define("""
+        def f(x, n):
+            return np.sum(np.stack([np.sin(x) * k for k in range(n)]))
+        """, {"np": np})
+    x = np.array([0.3, -0.4])
+    value, dx = srcgrad.value_and_grad(fn, strict=True)(x, 3)
+    np.testing.assert_allclose(value, np.sum(np.sin(x)) * 3)
+    np.testing.assert_allclose(dx, np.cos(x) * 3)
+    t = srcgrad.tensor(x, requires_grad=True)
+    srcgrad.compile(fn)(t, 3).backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.cos(x) * 3)
