@@ -636,8 +636,8 @@ class Lowerer(ControlFlow, Lists):
                 if isinstance(value, Const):
                     return ast.copy_location(T.const_expr(value), n)
                 if isinstance(value, Pack):
-                    items = [T.const_expr(v) if isinstance(v, Const) else ast.Name(v.name)
-                             for v in value.items]
+                    items = [T.const_expr(v) if isinstance(v, Const) else
+                             ast.Name(v.name, ast.Load()) for v in value.items]
                     uses.extend(v.name for v in value.items if isinstance(v, Var))
                     return ast.Tuple(items, ast.Load())
                 if isinstance(value, Tree):       # len(xs) of a pytree argument

@@ -67,9 +67,10 @@ def test_compiled_equals_eager_equals_finite_differences(case):
 
 @st.composite
 def programs_with_control_flow(draw):
-    """Straight-line statements mixed with branches on data and (possibly empty) loops."""
+    """Straight-line statements mixed with branches on data, (possibly empty) loops, and a
+    list that loops and branches append to, read back by index, comprehension and sum."""
     names = ["x0", "x1"]
-    lines = []
+    lines = ["    kept = [x0 * 1.0]"]
 
     def expression(pool):
         kind = draw(st.sampled_from(["unary", "binary"]))
@@ -79,7 +80,8 @@ def programs_with_control_flow(draw):
                                                     draw(st.sampled_from(pool)))
 
     for k in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["assign", "if", "for", "while"]))
+        kind = draw(st.sampled_from(["assign", "if", "for", "while", "append", "read",
+                                     "generator"]))
         target = f"v{k}"
         lines.append(f"    {target} = {expression(names)}")
         names.append(target)
@@ -98,7 +100,17 @@ def programs_with_control_flow(draw):
                       f"    while j < {draw(st.integers(0, 2))}:",
                       f"        {target} = np.tanh({expression(names)})",
                       "        j = j + 1"]
+        elif kind == "append":
+            lines += [f"    for i in range({draw(st.integers(0, 3))}):",
+                      f"        if np.sum(kept[-1]) > {draw(st.floats(-3.0, 3.0))!r}:",
+                      f"            kept.append(np.tanh(kept[-1]) * {target})"]
+        elif kind == "read":
+            lines += [f"    {target} = {target} * kept[{draw(st.integers(-1, 0))}]"]
+        elif kind == "generator":
+            lines += [f"    {target} = {target} + sum(np.sin({target} * i) for i in "
+                      f"range({draw(st.integers(0, 3))}))"]
     used = " + ".join(f"np.sum({n})" for n in names[-2:])
+    used += " + np.sum(np.concatenate([np.ravel(v) for v in kept]))"
     source = "def program(x0, x1):\n" + "\n".join(lines) + f"\n    return {used}\n"
     return source, draw(st.integers(0, 2 ** 16))
 
