@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.runtime import grad_mode
 from srcgrad.runtime.ops import node_name, unwrap_index
-from srcgrad.runtime.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
 from srcgrad.runtime.rules import cast, getitem, item
 from srcgrad.runtime.tensor import Tensor, apply
 
@@ -135,3 +136,9 @@ def as_array_leaf(value: Any) -> Array:
     leaf.__class__ = Array
     leaf._requires_grad = True
     return leaf
+
+
+def private_copy(leaf: Array) -> Array:
+    """A copy of ``leaf`` the function may write into (a leaf itself may not be written)."""
+    with grad_mode.enable_grad():
+        return _apply(lookup(np.copy), (leaf,), {})

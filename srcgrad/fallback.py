@@ -9,7 +9,7 @@ import numpy as np
 from srcgrad import pytree
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.autograd import grad as autograd_grad
-from srcgrad.runtime.ndarray import Array, as_array_leaf
+from srcgrad.runtime.ndarray import Array, as_array_leaf, private_copy
 from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["eager_transform"]
@@ -33,15 +33,27 @@ def _result_gradient(g: Any, original: Any) -> Any:
 
 
 def _wrap(values: list, positions: tuple) -> tuple[list, dict]:
-    """Replace the differentiable leaves of the ``positions`` arguments by Array leaves."""
+    """Replace the differentiable leaves of the ``positions`` arguments by Array leaves.
+
+    The function is handed private copies (of the leaves too: a copy of a leaf is not a leaf,
+    so that it may be written into), never the caller's arrays (SPEC §7).
+    """
     args = list(values)
     leaves: dict[int, tuple[list, Any, list]] = {}
-    for i in positions:
-        flat, structure = pytree.flatten(values[i])
-        wrapped = [as_array_leaf(v) if pytree.differentiable(v) else v for v in flat]
-        leaves[i] = (flat, structure, wrapped)
-        args[i] = pytree.unflatten(structure, wrapped)
+    for i, value in enumerate(values):
+        flat, structure = pytree.flatten(value)
+        if i in positions:
+            wrapped = [as_array_leaf(v) if pytree.differentiable(v) else v for v in flat]
+            leaves[i] = (flat, structure, wrapped)
+            private = [private_copy(w) if isinstance(w, Array) else _copy(w) for w in wrapped]
+        else:
+            private = [_copy(v) for v in flat]
+        args[i] = pytree.unflatten(structure, private)
     return args, leaves
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 def _gradients(out: Any, leaves: dict, seed: Any) -> dict:

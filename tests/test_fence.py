@@ -182,3 +182,19 @@ def test_gradient_through_a_shape_parameter_is_refused():
         """, {"np": np})
     with pytest.raises(srcgrad.CompileError, match="parameter"):
         srcgrad.grad(fn, wrt=(0, 1), strict=True)
+
+
+def test_a_write_into_an_argument_under_a_second_name_acts_on_a_private_copy():
+    fn = define("""
+        def f(x, c):
+            y = x
+            y[0] = 0.0
+            c[1] = 5.0
+            return np.sum(x * y * c)
+        """, {"np": np})
+    x, c = np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0])
+    with pytest.warns(srcgrad.FallbackWarning, match="changed in place at line 4"):
+        g = srcgrad.grad(fn)
+    np.testing.assert_allclose(g(x, c), [0.0, 20.0, 12.0])   # d/dx of sum(x'² c'), x'[0] = 0
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])      # the caller's arrays are unchanged
+    np.testing.assert_array_equal(c, [1.0, 1.0, 2.0])
