@@ -15,7 +15,7 @@ from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import assign
 from srcgrad.ir import Stmt
 
-__all__ = ["primal_branch", "primal_loop", "adjoint_loop"]
+__all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
 
 
 def _name(name: str, store: bool = False) -> ast.Name:
@@ -43,6 +43,8 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     active = st.target in em.active
     body_ir.nondiff |= {p for k, (p, a) in enumerate(zip(body_ir.params[1:], st.args))
                         if not (em._wants(a) or (k < n and active))}
+    body_ir.accumulates = [p for p, a in zip(body_ir.params[1 + n:], st.args[n:])
+                           if em._wants(a)]
     counter = em.fresh(st.params["counter"])
     carried = [em.operand(a) for a in st.args[:n]]
     consts = [em.operand(a) for a in st.args[n:]]
@@ -82,34 +84,33 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
 
 
 def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
-    """Call the iterations' closures in reverse; sum what the body only reads."""
+    """Call the iterations' closures in reverse, passing the carried cotangents from one to
+    the next.  The gradients of what the body only reads are accumulated in place: each
+    closure is handed the running totals after the cotangents and adds its part into them
+    (``d_x[i] += g`` for a read ``x[i]``, not a full array per iteration)."""
     n = st.params["carried"]
     backs = em.backward_of[st.target]
     emitted: list[ast.stmt] = []
     d_state = em.fresh(f"d_{st.target}")
     emitted.append(assign(d_state, g))
     consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
-    sums = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
+    totals = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
     zero = em.tracer.use_helper("zero_gradient", support.zero_gradient)
-    for i, name in sums.items():                    # zeros shaped as the value (no trips)
+    for i, name in totals.items():                  # zeros shaped as the value (no trips)
         value = st.args[i]
         emitted.append(assign(name, lists.zero_list(em, value.name) if value.name in em.fn.lists
                               else ast.Call(zero, [em.operand(value)], [])))
     back = em.fresh(f"{st.target}_back")
     parts = ["_"] + [em.fresh(f"d_{st.target}_{k}") for k in range(n)] + [
-        em.fresh(f"d_{a.name}_part") if i in sums else "_"
-        for i, a in enumerate(st.args[n:], start=n)]
+        totals.get(i, "_") for i in range(n, len(st.args))]
+    extra: list[ast.expr] = [ast.Constant(None)] if st.params.get("stops") else []  # the flag
+    extra += [_name(totals[i]) for i, _ in consts]
     seed: ast.expr = _name(d_state)
-    if st.params.get("stops"):                 # no cotangent for the break flag
-        seed = ast.BinOp(seed, ast.Add(), ast.Tuple([ast.Constant(None)], ast.Load()))
+    if extra:
+        seed = ast.BinOp(seed, ast.Add(), ast.Tuple(extra, ast.Load()))
     body: list[ast.stmt] = [assign(parts, ast.Call(_name(back), [seed], [])),
                             assign(d_state, ast.Tuple([_name(p) for p in parts[1:n + 1]],
                                                        ast.Load()))]
-    for i, name in sums.items():
-        total = ast.BinOp(_name(name), ast.Add(), _name(parts[i + 1]))
-        if st.args[i].name in em.fn.lists:
-            total = lists.add_lists(em, _name(name), _name(parts[i + 1]))
-        body.append(assign(name, total))
     emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
                            body, [], lineno=0))
     for i, a in enumerate(st.args[:n]):
@@ -117,6 +118,19 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
             emitted += em.accumulate(a.name, ast.Subscript(_name(d_state), ast.Constant(i),
                                                            ast.Load()))
     for i, a in consts:
-        emitted += em.accumulate(a.name, _name(sums[i]))
+        emitted += em.accumulate(a.name, _name(totals[i]))
     return emitted
 
+
+def accumulators(em: Any, ir: Any, seed: str) -> list[ast.stmt]:
+    """In a loop body's backward: the running totals of what the body only reads, handed in
+    after the cotangents of its outputs; the adjoint adds into them in place."""
+    out = []
+    offset = len(ir.outputs())
+    for j, param in enumerate(ir.accumulates):
+        name = em.fresh(f"d_{param}")
+        out.append(assign(name, ast.Subscript(_name(seed), ast.Constant(offset + j),
+                                              ast.Load())))
+        em.adj[param] = _name(name)
+        em.owned.add(name)
+    return out

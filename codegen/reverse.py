@@ -49,6 +49,9 @@ for _fun, (_prim, _) in NUMPY_BINDINGS.items():
 _NUMPY_OF.update(PRINTED_AS)
 
 
+_FRESH_HELPERS = frozenset({"unindex", "index_put"})     # each returns a new array
+
+
 def comment(text: str) -> ast.stmt:
     return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
 
@@ -463,7 +466,8 @@ class Emitter:
             self.owned.add(name)
         elif old.id in self.owned and not self.scalar:
             name = old.id                   # an array this code made: add into it
-            stmts.append(ast.AugAssign(_name(name), ast.Add(), value))
+            stmts.append(self._scatter(name, value, stmts) or
+                         ast.AugAssign(_name(name), ast.Add(), value))
         else:
             name = old.id
             stmts.append(assign(name, ast.BinOp(_name(name), ast.Add(), value)))
@@ -479,8 +483,27 @@ class Emitter:
         return value
 
     def _fresh_array(self, value: ast.expr) -> bool:
-        """Whether ``value`` is a new array no other name refers to (arithmetic makes one)."""
-        return isinstance(self._definition(value), (ast.BinOp, ast.UnaryOp))
+        """Whether ``value`` is a new array no other name refers to (arithmetic makes one, and
+        so do the helpers that build a gradient from zeros or from a copy)."""
+        made = self._definition(value)
+        if _calls(made, "unbroadcast") and made.args:   # of a new array: new, or reduced
+            return _calls(self._definition(made.args[0]), *_FRESH_HELPERS)
+        return isinstance(made, (ast.BinOp, ast.UnaryOp)) or _calls(made, *_FRESH_HELPERS)
+
+    def _scatter(self, name: str, value: ast.expr, stmts: list[ast.stmt]) -> ast.stmt | None:
+        """``name += unindex(g, index=i, shape=s)`` as ``scatter_add(name, i, g)``: the
+        gradient of a read ``x[i]`` added where it belongs, not through a full array."""
+        made = self._definition(value)
+        if not (_calls(made, "unindex") and len(made.args) == 1):
+            return None
+        index = next((k.value for k in made.keywords if k.arg == "index"), None)
+        if index is None:
+            return None
+        if isinstance(value, ast.Name) and value.id in self.tracer.temps:
+            stmts[:] = [s for s in stmts if not (isinstance(s, ast.Assign) and isinstance(
+                s.targets[0], ast.Name) and s.targets[0].id == value.id)]
+        scatter = self.tracer.use_helper("scatter_add", support.scatter_add)
+        return ast.Expr(ast.Call(scatter, [_name(name), index, made.args[0]], []))
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active
@@ -531,6 +554,12 @@ class Emitter:
             return ast.Dict([ast.Constant(k) for k in items], list(items.values()))
         node = ast.List(list(items.values()), ast.Load())
         return node if tree.kind is list else ast.Tuple(node.elts, ast.Load())
+
+
+def _calls(node: Any, *names: str) -> bool:
+    """Whether ``node`` is a call of one of the helpers ``names``."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in names)
 
 
 def _index(index: Any) -> ast.expr:

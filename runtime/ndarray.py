@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import grad_mode
-from srcgrad.runtime.ops import node_name, unwrap_index
+from srcgrad.runtime.ops import node_name
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
-from srcgrad.runtime.rules import cast, getitem, item
+from srcgrad.runtime.rules import cast, item
 from srcgrad.runtime.tensor import Tensor, apply
 
 __all__ = ["Array", "as_array_leaf"]
@@ -73,7 +73,9 @@ class Array(Tensor):
         return np.transpose(self)
 
     def __getitem__(self, index: Any) -> Array:
-        return _apply(getitem, (self,), {"index": unwrap_index(index)})
+        out = Tensor.__getitem__(self, index)  # a basic index is a view: one version counter
+        out.__class__ = Array
+        return out
 
     def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))

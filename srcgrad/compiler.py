@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from srcgrad.codegen import support
+from srcgrad.codegen.control import accumulators
 from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
@@ -146,7 +147,7 @@ class _ModuleBuilder:
         result = em.operand(ir.result)
         if kind == "vjp":
             seed = ir.fresh(f"d_{ir.result.name}" if hasattr(ir.result, "name") else "d_out")
-            back = em.adjoint(_name(seed))
+            back = accumulators(em, ir, seed) + em.adjoint(_name(seed))
             if name is None and _returns_list(ir):
                 own = em.tracer.use_helper("own_lists", support.own_lists)
                 back.insert(0, assign(seed, ast.Call(own, [_name(seed)], [])))

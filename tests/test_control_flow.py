@@ -214,3 +214,19 @@ def test_generated_loop_reads_like_code():
     source = srcgrad.grad(fn, strict=True).source
     assert "for t in range(trips):" in source and "reversed(" in source
     assert "_body_vjp(" in source
+
+
+def test_writes_over_rows_that_earlier_iterations_read():
+    fn = define("""
+        def f(x0, x1):
+            v = np.sin(x0)
+            for i in range(5):
+                v[i % 3] = v[(i + 1) % 3] * np.sin(x1[i % 4])
+            return np.sum(v ** 2)
+        """, {"np": np})
+    rng = np.random.default_rng(4)
+    args = [rng.uniform(-1.5, 1.5, (3, 4)), rng.uniform(-1.5, 1.5, 4)]
+    got = srcgrad.grad(fn, wrt=(0, 1), strict=True)(*args)
+    for k in (0, 1):                 # the eager engine refuses this program, as PyTorch does
+        fd = numerical_grad(lambda *xs: float(fn(*xs)), [a.copy() for a in args], k)
+        np.testing.assert_allclose(got[k], fd, rtol=1e-6, atol=1e-8)

@@ -198,3 +198,20 @@ def test_a_write_into_an_argument_under_a_second_name_acts_on_a_private_copy():
     np.testing.assert_allclose(g(x, c), [0.0, 20.0, 12.0])   # d/dx of sum(x'² c'), x'[0] = 0
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])      # the caller's arrays are unchanged
     np.testing.assert_array_equal(c, [1.0, 1.0, 2.0])
+
+
+def test_fallback_refuses_to_overwrite_a_view_its_gradient_needs():
+    fn = define("""
+        def f(x0, x1):
+            v = np.sin(x0)
+            for i in range(2):
+                v[i % 3] = v[(i + 1) % 3] * np.sin(x1[i % 4])
+            try:
+                return np.sum(v)
+            except ValueError:
+                return 0.0
+        """, {"np": np})
+    with pytest.warns(srcgrad.FallbackWarning):
+        g = srcgrad.grad(fn, wrt=(0, 1))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        g(np.ones((3, 4)), np.ones(4))            # as PyTorch: never a silent wrong gradient

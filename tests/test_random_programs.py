@@ -67,8 +67,9 @@ def test_compiled_equals_eager_equals_finite_differences(case):
 
 @st.composite
 def programs_with_control_flow(draw):
-    """Straight-line statements mixed with branches on data, (possibly empty) loops, and a
-    list that loops and branches append to, read back by index, comprehension and sum."""
+    """Straight-line statements mixed with branches on data, (possibly empty) loops, writes
+    into arrays in loops, and a list that loops and branches append to, read back by index,
+    comprehension and sum."""
     names = ["x0", "x1"]
     lines = ["    kept = [x0 * 1.0]"]
 
@@ -81,7 +82,7 @@ def programs_with_control_flow(draw):
 
     for k in range(draw(st.integers(2, 5))):
         kind = draw(st.sampled_from(["assign", "if", "for", "while", "append", "read",
-                                     "generator"]))
+                                     "generator", "write"]))
         target = f"v{k}"
         lines.append(f"    {target} = {expression(names)}")
         names.append(target)
@@ -106,6 +107,11 @@ def programs_with_control_flow(draw):
                       f"            kept.append(np.tanh(kept[-1]) * {target})"]
         elif kind == "read":
             lines += [f"    {target} = {target} * kept[{draw(st.integers(-1, 0))}]"]
+        elif kind == "write":
+            lines += [f"    {target} = {target} * 1.0",       # PyTorch's rules for the
+                      f"    for i in range({draw(st.integers(0, 4))}):",   # eager oracle
+                      f"        {target}[i % 3] = {target}[(i + 1) % 3] + "
+                      f"{expression(['x1[i % 4]', 'x0[i % 3, 1]'])} * 0.5"]
         elif kind == "generator":
             lines += [f"    {target} = {target} + sum(np.sin({target} * i) for i in "
                       f"range({draw(st.integers(0, 3))}))"]
