@@ -4,7 +4,11 @@ through time, and PyTorch eager, in one process.
 1. Memory: 10,000 iterations updating a 1,000-float state, ``h = tanh(h * w + x)``; the peak
    memory (tracemalloc, which sees NumPy's buffers) of the compiled gradient against a
    hand-written BPTT that stores one state per step.
-2. Time: a tanh RNN (T=50, hidden 64, batch 16) against hand-written BPTT and PyTorch eager.
+2. Time: a tanh RNN (T=50, hidden 64, batch 16) against hand-written BPTT and PyTorch eager,
+   written with a loop-carried state and with a list of states (``hs.append``, ``np.stack``).
+3. Time: a recurrence that fills an array element by element (``y[i] = y[i-1] * a + x[i]``),
+   n = 1,000 and 4,000, against a hand-written reverse loop: the cost per iteration shows
+   whether it grows with n (it does: each write copies the array).
 
 Run: ``python benchmarks/loops.py``.
 """
@@ -63,6 +67,40 @@ def rnn_by_hand(w_h, w_x, xs, h0):
     return d_wh, d_wx
 
 
+def rnn_listed(w_h, w_x, xs, h0):
+    hs = [h0]
+    for x in xs:
+        hs.append(np.tanh(hs[-1] @ w_h + x @ w_x))
+    return np.mean(np.stack(hs[1:])[-1] ** 2)
+
+
+def recurrence(x, a):
+    y = np.zeros_like(x)
+    y[0] = x[0]
+    for i in range(1, x.shape[0]):
+        y[i] = y[i - 1] * a + x[i]
+    return np.sum(y ** 2)
+
+
+def recurrence_by_hand(x, a):
+    n = x.shape[0]
+    y = np.zeros(n)
+    y[0] = x[0]
+    for i in range(1, n):
+        y[i] = y[i - 1] * a + x[i]
+    d_y, d_x, d_a = 2 * y, np.zeros(n), 0.0
+    for i in range(n - 1, 0, -1):
+        d_x[i] += d_y[i]
+        d_a += d_y[i] * y[i - 1]
+        d_y[i - 1] += d_y[i] * a
+    d_x[0] += d_y[0]
+    return d_x, d_a
+
+
+def best_of(fn, *args, number=20):
+    return min(timeit.repeat(lambda: fn(*args), number=number, repeat=7)) / number
+
+
 def peak(fn, *args):
     tracemalloc.start()
     fn(*args)
@@ -85,12 +123,16 @@ def main() -> None:
     r = srcgrad.grad(rnn, wrt=(0, 1), strict=True)
     for a, b in zip(r(w_h, w_x, xs, h0), rnn_by_hand(w_h, w_x, xs, h0)):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
-    times = {"by hand": rnn_by_hand, "compiled": r}
+    listed = srcgrad.grad(rnn_listed, wrt=(0, 1), strict=True)
+    for a, b in zip(listed(w_h, w_x, xs, h0), rnn_by_hand(w_h, w_x, xs, h0)):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
+    times = {"by hand": rnn_by_hand, "compiled": r, "list": listed}
     best = {k: min(timeit.repeat(lambda f=f: f(w_h, w_x, xs, h0), number=20, repeat=7)) / 20
             for k, f in times.items()}
     line = (f"tanh RNN T=50 hidden 64 batch 16: by hand {best['by hand'] * 1e3:.2f} ms, "
             f"compiled {best['compiled'] * 1e3:.2f} ms (ratio "
-            f"{best['compiled'] / best['by hand']:.2f})")
+            f"{best['compiled'] / best['by hand']:.2f}), with a list of states "
+            f"{best['list'] * 1e3:.2f} ms (ratio {best['list'] / best['by hand']:.2f})")
     if importlib.util.find_spec("torch") is not None:
         import torch
         torch.set_num_threads(1)
@@ -107,6 +149,16 @@ def main() -> None:
         t_torch = min(timeit.repeat(torch_rnn, number=20, repeat=7)) / 20
         line += f", PyTorch eager {t_torch * 1e3:.2f} ms (ratio {best['compiled'] / t_torch:.2f})"
     print(line)
+
+    fill = srcgrad.grad(recurrence, wrt=(0, 1), strict=True)
+    for n in (1_000, 4_000):
+        x, a = rng.normal(size=n) * 0.1, 0.9
+        for got, want in zip(fill(x, a), recurrence_by_hand(x, a)):
+            np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+        compiled, hand = best_of(fill, x, a, number=3), best_of(recurrence_by_hand, x, a, number=3)
+        print(f"element-wise recurrence n={n:,}: by hand {hand * 1e3:.2f} ms, compiled "
+              f"{compiled * 1e3:.2f} ms (ratio {compiled / hand:.1f}; "
+              f"{compiled / n * 1e6:.1f} us per iteration)")
 
 
 if __name__ == "__main__":
