@@ -15,6 +15,7 @@ import copy
 from typing import Any
 
 from srcgrad.errors import describe
+from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 
 __all__ = ["ControlFlow", "assigned", "read"]
@@ -137,12 +138,10 @@ class ControlFlow:
         return [self.materialize(self.tree_as_list(self.scope[n], n, node), n) for n in names]
 
     def is_sequence_tree(self, value: Any) -> bool:
-        from srcgrad.lower import Tree
         return isinstance(value, Tree) and value.kind != "dict"
 
     def tree_as_list(self, value: Any, name: str, node: ast.AST) -> Any:
         """A list or tuple argument read inside a block: the list of its leaves."""
-        from srcgrad.lower import Pack, Tree
         if not isinstance(value, Tree):
             return value
         leaves = list(value.children.values())

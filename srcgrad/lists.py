@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.expressions import Pack
 from srcgrad.ir import Const, Stmt, Var
 from srcgrad.runtime.list_rules import concatenate_list, stack_list, sum_list
 
@@ -36,7 +37,6 @@ class Lists:
     """The lowering of lists (mixed into the Lowerer)."""
 
     def is_list(self, value: Any) -> bool:
-        from srcgrad.lower import Pack
         if isinstance(value, Pack):
             return value.is_list
         return isinstance(value, Var) and value.name in self.lists
@@ -76,7 +76,6 @@ class Lists:
         if not self.is_list(lst):
             raise self.error(f"srcgrad compiles .append on lists; {name!r} is not one here",
                              call)
-        from srcgrad.lower import Pack
         if isinstance(lst, Pack):
             lst.items.append(value)                  # every name of this literal sees it
             return
@@ -94,7 +93,6 @@ class Lists:
     # ----------------------------------------------------------------------- reading
     def list_item(self, base: Any, node: ast.Subscript) -> Any:
         """``xs[i]`` (an element) or ``xs[a:b]`` (a list) of a run-time list."""
-        from srcgrad.lower import Pack
         if isinstance(base, Pack):
             if self.is_static(base):
                 return self.static_expr(node)
@@ -149,7 +147,6 @@ class Lists:
     # ------------------------------------------------------------------------- sums
     def builtin_sum(self, node: ast.Call) -> Any:
         """Python's ``sum``: of a list, of a literal, or of an array's rows."""
-        from srcgrad.lower import Pack
         if not node.args or len(node.args) > 2 or node.keywords:
             raise self.error("sum() is compiled with one iterable and an optional start", node)
         items = self.expr(node.args[0])

@@ -147,7 +147,7 @@ def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: d
 
 def _join(prim_name: str) -> Any:
     def lower_join(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-        from srcgrad.lower import Pack
+        from srcgrad.expressions import Pack
         seq = args[0] if args else None
         axis = lowerer.param(kwargs["axis"]) if "axis" in kwargs else (
             args[1].value if len(args) > 1 else 0)
@@ -168,7 +168,7 @@ def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
 
 
 def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-    from srcgrad.lower import Pack
+    from srcgrad.expressions import Pack
     value = args[0]
     if lowerer.is_runtime_list(value):
         return lowerer.join_list("stack", value, 0, node)

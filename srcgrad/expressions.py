@@ -1,0 +1,269 @@
+"""Expressions lowered: names, constants, operators, attributes, subscripts, and the static
+values (shapes, counts, indices) that are printed as plain Python.
+
+Values while lowering are :class:`~srcgrad.ir.Var` (an SSA name), :class:`~srcgrad.ir.Const`,
+:class:`Pack` (a tuple or list literal not yet built) or :class:`Tree` (a pytree argument).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import math
+from typing import Any
+
+import numpy as np
+
+from srcgrad import lowering_tables as T
+from srcgrad.errors import describe
+from srcgrad.ir import Const, Stmt, Var
+
+__all__ = ["Expressions", "Pack", "Tree"]
+
+
+class Pack:
+    """A tuple or list literal not yet materialised (``a, b = b, a``; ``return x, y``)."""
+
+    def __init__(self, items: list, is_list: bool = False) -> None:
+        self.items = items
+        self.is_list = is_list
+
+
+class Tree:
+    """A pytree argument (dict, list or tuple): constant subscripts select its leaves."""
+
+    def __init__(self, kind: Any, children: dict) -> None:
+        self.kind = kind
+        self.children = children        # key (str or int) -> Tree or Var
+        self.root: Var | None = None    # the parameter, for a whole argument
+
+
+class Expressions:
+    """The lowering of expressions (mixed into the Lowerer)."""
+
+    def expr(self, node: ast.expr) -> Any:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"srcgrad cannot compile {describe(node)} yet", node)
+        return method(node)
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        return self.if_expression(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Const:
+        return Const(node.value)
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        if node.id in self.scope:
+            return self.scope[node.id]
+        try:
+            value = self.env.resolve(node.id)
+        except Exception:
+            raise self.error(f"name {node.id!r} is not defined", node) from None
+        if not (value is np and node.id == "np"):
+            self.free[node.id] = value
+        return T.constant(value, ast.Name(node.id, ast.Load()))
+
+    def expr_Tuple(self, node: ast.Tuple) -> Pack:
+        return Pack([self.expr(e) for e in node.elts])
+
+    def expr_List(self, node: ast.List) -> Pack:
+        return Pack([self.expr(e) for e in node.elts], is_list=True)
+
+    def expr_ListComp(self, node: ast.ListComp) -> Var:
+        return self.comprehension(node)
+
+    expr_GeneratorExp = expr_ListComp
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, Const):
+            try:
+                value = getattr(base.value, node.attr)
+            except AttributeError:
+                raise self.error(f"{ast.unparse(node.value)} has no attribute "
+                                 f"{node.attr!r}", node) from None
+            if base.value is math and isinstance(value, float):
+                return Const(value)                          # math.pi prints as a number
+            return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
+        if isinstance(base, Pack):
+            raise self.error(f"a tuple has no attribute {node.attr!r}", node)
+        if node.attr in ("shape", "ndim", "dtype", "size"):
+            return self.static_expr(node, hint=f"{base.name}_{node.attr}")
+        if node.attr == "T":
+            return self.prim(np.transpose, [base], {}, f"{base.name}_T", node)
+        raise self.error(f"srcgrad cannot compile the array attribute .{node.attr}", node)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binop(node.op, node.left, node.right, node)
+
+    def binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST) -> Any:
+        a, b = self.expr(left), self.expr(right)
+        if self.is_list(a) or self.is_list(b):
+            if isinstance(a, Pack) and isinstance(b, Pack) and isinstance(op, ast.Add):
+                return Pack(a.items + b.items, is_list=True)
+            if not (self.is_static(a) and self.is_static(b)):
+                raise self.error(f"srcgrad cannot compile {describe(op)} on lists built at "
+                                 "run time (build them with append)", node)
+        if self.is_static(a) and self.is_static(b):
+            return self.static_expr(node if isinstance(node, ast.BinOp)
+                                    else ast.BinOp(left, op, right))
+        fn = T.BINOPS.get(type(op))
+        if fn is None:
+            raise self.error(f"srcgrad cannot differentiate the operator {describe(op)}", node)
+        a, b = self.materialize(a, "t"), self.materialize(b, "t")
+        if fn is np.power and isinstance(b, Const) and isinstance(b.value, (int, float)) \
+                and not isinstance(b.value, bool):
+            return self.prim(T.lookup("pow_scalar"), [a], {"p": b.value},
+                             T.name_of(a, "pow"), node)
+        return self.prim(fn, [a, b], {}, T.binop_name(a, b, fn), node)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        a = self.expr(node.operand)
+        if self.is_static(a):
+            return self.static_expr(node)
+        fn = T.UNARYOPS.get(type(node.op))
+        if fn is None:
+            raise self.error(f"srcgrad cannot differentiate {describe(node.op)}", node)
+        return self.prim(fn, [a], {}, T.name_of(a, "neg"), node)
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise self.error("srcgrad compiles one comparison at a time (a < b, not a < b < c)",
+                             node)
+        a, b = self.expr(node.left), self.expr(node.comparators[0])
+        if self.is_static(a) and self.is_static(b):
+            return self.static_expr(node)
+        fn = T.CMPOPS.get(type(node.ops[0]))
+        if fn is None:
+            raise self.error(f"srcgrad cannot compile the comparison {describe(node.ops[0])}",
+                             node)
+        return self.prim(fn, [a, b], {}, "mask", node)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        values = [self.expr(v) for v in node.values]
+        if all(self.is_static(v) for v in values):
+            return self.static_expr(node)
+        raise self.error("`and`/`or` on arrays is ambiguous; use np.logical_and/np.logical_or",
+                         node)
+
+    def tree(self, root: Var, structure: Any, hint: str, path: tuple) -> Any:
+        """Leaf variables for a pytree argument, each read once at the top of the function."""
+        if structure is None:
+            name = self.fresh(hint)
+            self.source_names[name] = hint
+            return self.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
+        kind, keys, children = structure
+        keys = keys if keys is not None else list(range(len(children)))
+        out = {}
+        for key, child in zip(keys, children):
+            label = key if isinstance(key, str) and key.isidentifier() else f"{hint}_{key}"
+            out[key] = self.tree(root, child, label, path + (key,))
+        return Tree(kind, out)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, Tree):
+            key = self.expr(node.slice)
+            if isinstance(key, Const) and key.value in base.children:
+                return base.children[key.value]
+            leaves = list(base.children.values())
+            if base.kind != "dict" and all(isinstance(v, Var) for v in leaves):
+                return self.list_item(Pack(leaves, is_list=True), node)   # xs[t] in a loop
+            raise self.error("a pytree argument is indexed by a constant key here",
+                             node.slice)
+        if isinstance(base, Pack):
+            key = self.expr(node.slice)
+            if isinstance(key, Const) and isinstance(key.value, int):
+                if not -len(base.items) <= key.value < len(base.items):
+                    raise self.error(f"index {key.value} is out of range for "
+                                     f"{len(base.items)} items", node.slice)
+                return base.items[key.value]
+            if isinstance(key, Const) and isinstance(key.value, slice):
+                return Pack(base.items[key.value], base.is_list)
+            return self.list_item(base, node)
+        if self.is_runtime_list(base):
+            return self.list_item(base, node)
+        if self.is_static(base):
+            return self.static_expr(node)
+        index = self.index_param(node.slice)
+        return self.prim(T.lookup("getitem"), [base], {"index": index},
+                         f"{base.name if isinstance(base, Var) else 'item'}_at", node)
+
+    def note_global(self, name: str) -> None:
+        """A user global read by code printed verbatim: bind it when the module loads."""
+        if name in self.free or name == "np" or hasattr(builtins, name):
+            return
+        try:
+            self.free[name] = self.env.resolve(name)
+        except Exception:  # noqa: BLE001 - a local of the generated code, or slice
+            pass
+
+    def index_param(self, node: ast.expr) -> Any:
+        """An index as a static parameter: a Python value, or a Var of a runtime index."""
+        call_form = _call_form(node)
+        if all(n.id == "slice" for n in ast.walk(call_form) if isinstance(n, ast.Name)):
+            try:
+                tree = ast.fix_missing_locations(ast.Expression(call_form))
+                return eval(compile(tree, "<index>", "eval"),
+                            {"slice": slice, "__builtins__": {}})
+            except Exception:  # noqa: BLE001 - not a literal after all
+                pass
+        index = self.static_expr(call_form, hint="index")
+        self.inline.add(index.name)
+        return index
+
+    # ------------------------------------------------------------------------ static
+    def is_static(self, value: Any) -> bool:
+        if isinstance(value, Const):
+            return not isinstance(value.value, np.ndarray)
+        if isinstance(value, Pack):
+            return all(self.is_static(v) for v in value.items)
+        return value.name in self.static
+
+    def static_expr(self, node: ast.expr, hint: str = "value") -> Var:
+        expr, uses = self.rename(node)
+        target = self.fresh(hint)
+        self.static.add(target)
+        return self.emit(Stmt(target, "static", expr=expr, uses=uses))
+
+    def rename(self, node: ast.AST) -> tuple[ast.AST, tuple[str, ...]]:
+        """``node`` with the user's names replaced by their SSA names (and values)."""
+        uses: list[str] = []
+        lowerer = self
+
+        class Renamer(ast.NodeTransformer):
+            def visit_Name(self, n: ast.Name) -> ast.AST:
+                value = lowerer.scope.get(n.id)
+                if isinstance(value, Var):
+                    uses.append(value.name)
+                    return ast.copy_location(ast.Name(value.name, n.ctx), n)
+                if isinstance(value, Const):
+                    return ast.copy_location(T.const_expr(value), n)
+                if isinstance(value, Pack):
+                    items = [T.const_expr(v) if isinstance(v, Const) else
+                             ast.Name(v.name, ast.Load()) for v in value.items]
+                    uses.extend(v.name for v in value.items if isinstance(v, Var))
+                    return ast.Tuple(items, ast.Load())
+                if isinstance(value, Tree):       # len(xs) of a pytree argument
+                    return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
+                lowerer.note_global(n.id)
+                return n
+        new = Renamer().visit(_copy(node))
+        return new, tuple(dict.fromkeys(uses))
+
+
+def _call_form(node: ast.expr) -> ast.expr:
+    """An index with its slices written as ``slice(...)`` calls: a plain expression."""
+    class Slices(ast.NodeTransformer):
+        def visit_Slice(self, s: ast.Slice) -> ast.AST:
+            parts = [s.lower, s.upper, s.step]
+            return ast.Call(ast.Name("slice", ast.Load()),
+                            [self.visit(p) if p is not None else ast.Constant(None)
+                             for p in parts], [])
+    return Slices().visit(_copy(node))
+
+
+def _copy(node: ast.AST) -> ast.AST:
+    return copy.deepcopy(node)
