@@ -11,7 +11,6 @@ computed.
 from __future__ import annotations
 
 import ast
-import copy
 import os
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen import control, lists, support
+from srcgrad.codegen.accumulate import Accumulation
 from srcgrad.codegen.symbolic import (
     Sym,
     SymbolicError,
@@ -49,9 +49,6 @@ for _fun, (_prim, _) in NUMPY_BINDINGS.items():
 _NUMPY_OF.update(PRINTED_AS)
 
 
-_FRESH_HELPERS = frozenset({"unindex", "index_put"})     # each returns a new array
-
-
 def comment(text: str) -> ast.stmt:
     return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
 
@@ -60,7 +57,7 @@ def _name(name: str) -> ast.Name:
     return ast.Name(name, ast.Load())
 
 
-class Emitter:
+class Emitter(Accumulation):
     """Emits the primal and adjoint of one lowered function."""
 
     def __init__(self, fn: Function, active: set[str], fresh: Callable[[str], str],
@@ -276,90 +273,6 @@ class Emitter:
             emitted += self.accumulate(var, contrib, virtual=stays_virtual)
         return emitted
 
-    # -- scalars standing for whole arrays ("virtual" adjoints), and merged contributions
-    def known_scalar(self, value: Any) -> bool:
-        """The result is known (from a first call) to hold one element."""
-        fact = self.facts.get(getattr(value, "name", None))
-        return fact is not None and int(np.prod(fact[0])) == 1
-
-    def _sums_everything(self, st: Stmt) -> bool:
-        return (st.fn.name == "sum" and st.params.get("axis") is None
-                and not st.params.get("keepdims"))
-
-    def _averages_everything(self, st: Stmt) -> bool:
-        return (st.fn.name == "mean" and st.params.get("axis") is None
-                and not st.params.get("keepdims") and isinstance(st.args[0], Var))
-
-    def _elementwise(self, st: Stmt) -> bool:
-        """The rule maps a scalar ``g`` to an array of the input's shape exactly."""
-        prim = st.fn
-        if prim.name in ("sum", "mean") or (prim.elementwise and prim.nin == 1):
-            return True          # reductions spread g by ``unreduce``, which takes a scalar
-        return prim.elementwise and all(
-            isinstance(a, Const) and isinstance(a.value, (int, float))
-            for a in st.args if not isinstance(a, Var)) and sum(
-            isinstance(a, Var) for a in st.args) == 1
-
-    def materialize(self, var: str) -> list[ast.stmt]:
-        """Give a scalar-standing-for-an-array adjoint its full shape."""
-        self.virtual.discard(var)
-        g = self.adj[var]
-        value = ast.Constant(g) if isinstance(g, float) else g
-        full = ast.Call(ast.Attribute(_name(self.namespace), "full", ast.Load()),
-                        [ast.Call(numpy_path(np.shape, self.namespace), [_name(var)], []),
-                         value], [])
-        name = g.id if isinstance(g, ast.Name) and var not in self.aliases else self.fresh(
-            f"d_{var}")
-        self.aliases.discard(var)
-        self.adj[var] = _name(name)
-        return [assign(name, full)]
-
-    def _reads_arrays(self, contrib: Any, g: Any) -> bool:
-        """Whether a contribution reads a value other than the (scalar) adjoint ``g``."""
-        if not isinstance(contrib, Sym):
-            return False
-        defs = self._statement_defs()
-        allowed = {g.id} if isinstance(g, ast.Name) else set()
-        stack = [contrib.node]
-        while stack:
-            for node in ast.walk(stack.pop()):
-                if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
-                                                       and node.func.id == "numel"):
-                    return True                  # a helper spreads g to a full array
-                if isinstance(node, ast.Name):
-                    if node.id in defs:
-                        stack.append(defs.pop(node.id))
-                    elif node.id not in allowed and node.id not in self.tracer.helpers:
-                        return True
-        return False
-
-    def _statement_defs(self) -> dict[str, ast.expr]:
-        """The temporaries the rules of the current statement defined, by name."""
-        return {st.targets[0].id: st.value for st in self.tracer.stmts}
-
-    def _merge(self, contributions: list) -> list:
-        """Identical contributions to one variable (``x * x``) become one, times a count."""
-        merged: list[list] = []
-        for var, contrib in contributions:
-            key = self._expanded(contrib)
-            for item in merged:
-                if item[0] == var and item[3] == key:
-                    item[2] += 1
-                    break
-            else:
-                merged.append([var, contrib, 1, key])
-        return [(var, contrib, count) for var, contrib, count, _ in merged]
-
-    def _expanded(self, contrib: Any) -> str:
-        if not isinstance(contrib, Sym):
-            return repr(contrib)
-        defs = self._statement_defs()
-
-        class Expand(ast.NodeTransformer):
-            def visit_Name(self, node: ast.Name) -> ast.AST:
-                return self.visit(copy.deepcopy(defs[node.id])) if node.id in defs else node
-        return ast.dump(Expand().visit(copy.deepcopy(contrib.node)))
-
     def cotangent(self, st: Stmt, g: Any) -> ast.expr:
         """The cotangent of a tuple-valued statement; missing parts are zeros."""
         if st.target not in self.tuple_adj:
@@ -408,102 +321,6 @@ class Emitter:
             else:
                 emitted += self.accumulate(a.name, _name(name))
         return emitted
-
-    def accumulate(self, var: str, contrib: Any, virtual: bool = False) -> list[ast.stmt]:
-        """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one.
-
-        A constant adjoint (the folded ``1.0`` seed, ``-1.0`` …) is not assigned at all: it
-        is kept as a number, so that the rules downstream fold it too.  ``virtual``: the
-        contribution is a scalar standing for an array full of it (as after a sum).
-        """
-        stmts = self.tracer.stmts
-        self.tracer.stmts = []
-        old = self.adj.get(var)
-        if old is None and virtual:
-            self.virtual.add(var)
-        elif not (virtual and var in self.virtual):
-            self.virtual.discard(var)
-        number = isinstance(contrib, (int, float)) and not isinstance(contrib, bool)
-        if number and (old is None or isinstance(old, float)):
-            self.adj[var] = float(contrib) + (old or 0.0)
-            return stmts
-        if isinstance(old, float):
-            contrib = contrib + old if isinstance(contrib, Sym) else ast.BinOp(
-                contrib, ast.Add(), ast.Constant(old))
-            stmts += self.tracer.stmts
-            self.tracer.stmts = []
-            old = None
-        value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
-        if old is None and isinstance(value, ast.Name) and value.id not in self.tracer.temps:
-            self.adj[var] = value           # the same gradient: a second name is not needed
-            self.aliases.add(var)
-            return stmts
-        if old is not None and var in self.fn.lists:      # lists add element by element
-            self.aliases.discard(var)
-            name = self.fresh(f"d_{lists.root(self, var)}")
-            stmts.append(assign(name, lists.add_lists(self, old, value)))
-            self.adj[var] = _name(name)
-            return stmts
-        if old is not None and var in self.aliases:
-            self.aliases.discard(var)
-            name = self.fresh(f"d_{var}")
-            stmts.append(assign(name, ast.BinOp(old, ast.Add(), value)))
-            self.adj[var] = _name(name)
-            return stmts
-        if old is None:
-            name = self.fresh(f"d_{var}")
-            stmts.append(assign(name, value))
-            if self._fresh_array(value):
-                self.owned.add(name)
-            made = self._definition(value)
-            if isinstance(made, ast.UnaryOp) and isinstance(made.op, ast.USub):
-                self.negated[var] = (stmts[-1], made.operand)
-        elif var in self.negated:             # -a, then + c: one subtraction, c - a
-            first, operand = self.negated.pop(var)
-            self.dropped.add(id(first))
-            name = old.id
-            stmts.append(assign(name, ast.BinOp(value, ast.Sub(), operand)))
-            self.owned.add(name)
-        elif old.id in self.owned and not self.scalar:
-            name = old.id                   # an array this code made: add into it
-            stmts.append(self._scatter(name, value, stmts) or
-                         ast.AugAssign(_name(name), ast.Add(), value))
-        else:
-            name = old.id
-            stmts.append(assign(name, ast.BinOp(_name(name), ast.Add(), value)))
-            self.owned.add(name)
-        self.adj[var] = _name(name)
-        return stmts
-
-    def _definition(self, value: ast.expr) -> ast.expr:
-        """``value`` with the temporaries just defined in ``stmts`` looked through."""
-        defs = self.tracer.defs
-        while isinstance(value, ast.Name) and value.id in defs:
-            value = defs[value.id]
-        return value
-
-    def _fresh_array(self, value: ast.expr) -> bool:
-        """Whether ``value`` is a new array no other name refers to (arithmetic makes one, and
-        so do the helpers that build a gradient from zeros or from a copy)."""
-        made = self._definition(value)
-        if _calls(made, "unbroadcast") and made.args:   # of a new array: new, or reduced
-            return _calls(self._definition(made.args[0]), *_FRESH_HELPERS)
-        return isinstance(made, (ast.BinOp, ast.UnaryOp)) or _calls(made, *_FRESH_HELPERS)
-
-    def _scatter(self, name: str, value: ast.expr, stmts: list[ast.stmt]) -> ast.stmt | None:
-        """``name += unindex(g, index=i, shape=s)`` as ``scatter_add(name, i, g)``: the
-        gradient of a read ``x[i]`` added where it belongs, not through a full array."""
-        made = self._definition(value)
-        if not (_calls(made, "unindex") and len(made.args) == 1):
-            return None
-        index = next((k.value for k in made.keywords if k.arg == "index"), None)
-        if index is None:
-            return None
-        if isinstance(value, ast.Name) and value.id in self.tracer.temps:
-            stmts[:] = [s for s in stmts if not (isinstance(s, ast.Assign) and isinstance(
-                s.targets[0], ast.Name) and s.targets[0].id == value.id)]
-        scatter = self.tracer.use_helper("scatter_add", support.scatter_add)
-        return ast.Expr(ast.Call(scatter, [_name(name), index, made.args[0]], []))
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active
@@ -554,12 +371,6 @@ class Emitter:
             return ast.Dict([ast.Constant(k) for k in items], list(items.values()))
         node = ast.List(list(items.values()), ast.Load())
         return node if tree.kind is list else ast.Tuple(node.elts, ast.Load())
-
-
-def _calls(node: Any, *names: str) -> bool:
-    """Whether ``node`` is a call of one of the helpers ``names``."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id in names)
 
 
 def _index(index: Any) -> ast.expr:
