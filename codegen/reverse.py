@@ -31,8 +31,8 @@ from srcgrad.codegen.symbolic import (
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.lowering_tables import const_expr
 from srcgrad.runtime import rules
-from srcgrad.runtime.list_rules import PRINTED_AS
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, unbroadcast
+from srcgrad.runtime.rules.lists import PRINTED_AS
 
 __all__ = ["Emitter", "COMMENT"]
 

@@ -3,6 +3,5 @@
 Light by design: it needs NumPy only (never networkx or the code generator).
 """
 
-from srcgrad.runtime import list_rules as _list_rules  # noqa: F401  (the list family)
 from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
 from srcgrad.runtime import rules as _rules  # noqa: F401  (fills the rule table)

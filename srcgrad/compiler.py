@@ -27,7 +27,6 @@ from srcgrad.frontend import Env, parse_function
 from srcgrad.graph import active_names, build_graph
 from srcgrad.ir import Function, Var, fresh_name
 from srcgrad.lower import lower
-from srcgrad.runtime import list_rules as _list_rules
 from srcgrad.runtime import rules as _rules
 from srcgrad.runtime.primitives import PRIMITIVES
 
@@ -35,7 +34,7 @@ __all__ = ["Built", "build", "lower_function", "RESERVED"]
 
 RESERVED = ({"np", "cp", "math", "_"} | set(dir(builtins))
             | {p.fn.__name__ for p in PRIMITIVES.values()}
-            | {name for module in (_rules, _list_rules, support) for name in dir(module)
+            | {name for module in (_rules, support) for name in dir(module)
                if not name.startswith("__")}
             | {"check_scalar"})
 

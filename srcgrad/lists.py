@@ -22,7 +22,7 @@ import numpy as np
 
 from srcgrad.expressions import Pack
 from srcgrad.ir import Const, Stmt, Var
-from srcgrad.runtime.list_rules import concatenate_list, stack_list, sum_list
+from srcgrad.runtime.rules.lists import concatenate_list, stack_list, sum_list
 
 __all__ = ["Lists", "is_append"]
 

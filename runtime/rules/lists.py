@@ -15,8 +15,6 @@ import numpy as np
 
 from srcgrad.runtime.primitives import defvjp, helper, primitive, unbroadcast
 
-__all__ = ["stack_list", "concatenate_list", "sum_list", "PRINTED_AS"]
-
 
 @helper
 def unstack(g, axis=0):

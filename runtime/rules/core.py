@@ -1,0 +1,154 @@
+"""Helpers and helper primitives: the building blocks rules are written with (each with
+rules of its own), and the constants they use."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from srcgrad.runtime.primitives import (
+    defvjp,
+    helper,
+    primitive,
+    sum_to,
+    unbroadcast,
+)
+
+LN2, LN10 = math.log(2.0), math.log(10.0)
+
+
+@helper
+def numel(shape: tuple[int, ...]) -> int:
+    """Number of elements of an array of ``shape`` (a Python int)."""
+    count = 1
+    for n in shape:
+        count *= n
+    return count
+
+
+def along(axis: int, key: object) -> tuple:
+    """An index that applies ``key`` on ``axis`` and takes everything elsewhere."""
+    if axis < 0:
+        return (Ellipsis, key) + (slice(None),) * (-axis - 1)
+    return (slice(None),) * axis + (key,)
+
+
+def inverse_permutation(axes: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The axes that undo ``transpose(x, axes)`` (None undoes None: a full reversal)."""
+    if axes is None:
+        return None
+    axes = [a % len(axes) for a in axes]
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
+
+
+# ---------------------------------------------------------------------------------------------
+# Helper primitives: the building blocks rules are written with (each with rules of its own).
+
+@primitive(dtype_rule="same")
+def unreduce(g, *, shape, axis=None, keepdims=False):
+    """Spread the gradient of a reduction back over the reduced ``shape``."""
+    if isinstance(g, (int, float)) or g.ndim == 0:  # a constant: as in compiled code
+        return np.full_like(g, g, shape=shape)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
+    return np.broadcast_to(g, shape)
+
+
+@primitive(dtype_rule="same")
+def unindex(g, *, index, shape):
+    """The adjoint of ``x[index]``: ``g`` placed into zeros of ``shape`` (repeats add up)."""
+    out = np.zeros_like(g, shape=shape)
+    keys = index if isinstance(index, tuple) else (index,)
+    if any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" or isinstance(k, list)
+           for k in keys):
+        np.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+@primitive(nin=2)
+def index_put(x, v, *, index):
+    """``x`` with ``x[index] = v``, as a new array (subscript writes are functional)."""
+    out = x.copy()
+    out[index] = v
+    return out
+
+
+@primitive(nin=2)
+def matmul_lhs_grad(g, b, *, a_shape):
+    """Gradient of ``a @ b`` with respect to ``a`` (of ``a_shape``), NumPy's 1-D rules included."""
+    if b.ndim == 1:
+        out = g * b if len(a_shape) == 1 else g[..., None] * b
+    elif len(a_shape) == 1:
+        out = (b @ g[..., None])[..., 0]
+    else:
+        out = g @ b.swapaxes(-1, -2)
+    return out if out.shape == a_shape else unbroadcast(out, a_shape)
+
+
+@primitive(nin=2)
+def matmul_rhs_grad(g, a, *, b_shape):
+    """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
+    if a.ndim == 1:
+        out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
+    elif len(b_shape) == 1:
+        out = (g[..., None, :] @ a)[..., 0, :]
+    else:
+        out = a.swapaxes(-1, -2) @ g
+    return out if out.shape == b_shape else unbroadcast(out, b_shape)
+
+
+@primitive(dtype_rule="keep")
+def cast(x, *, dtype):
+    return x.astype(dtype)
+
+
+@primitive(nin=1, dtype_rule="bool")
+def clip_mask(x, *, lo, hi):
+    """Where ``x`` lies within ``[lo, hi]`` (either bound may be None): clip's pass-through."""
+    inside = np.ones_like(x, dtype=bool)
+    if lo is not None:
+        inside = inside & (x >= lo)
+    if hi is not None:
+        inside = inside & (x <= hi)
+    return inside
+
+
+defvjp(unreduce, lambda g, ans, x, shape, axis=None, keepdims=False:
+       np.sum(g, axis=axis, keepdims=keepdims))
+defvjp(sum_to, lambda g, ans, x, shape: np.broadcast_to(g, x.shape))
+defvjp(unindex, lambda g, ans, x, index, shape: getitem(g, index=index))
+defvjp(index_put, lambda g, ans, x, v, index: index_put(g, 0, index=index),
+       lambda g, ans, x, v, index: getitem(g, index=index), broadcasts=True)
+defvjp(matmul_lhs_grad, lambda g, ans, gy, b, a_shape: np.matmul(g, b),
+       lambda g, ans, gy, b, a_shape: matmul_rhs_grad(gy, g, b_shape=b.shape))
+defvjp(matmul_rhs_grad, lambda g, ans, gy, a, b_shape: np.matmul(a, g),
+       lambda g, ans, gy, a, b_shape: matmul_lhs_grad(gy, g, a_shape=a.shape))
+defvjp(cast, lambda g, ans, x, dtype: cast(g, dtype=x.dtype))
+defvjp(clip_mask, None)
+
+
+@primitive(dtype_rule="same")
+def getitem(x, *, index):
+    return x[index]
+
+
+defvjp(getitem, lambda g, ans, x, index: unindex(g, index=index, shape=x.shape))
+
+
+@primitive(dtype_rule="same")
+def stop_gradient(x):
+    """``x`` itself, through which no gradient flows (``srcgrad.stop_gradient``)."""
+    return x
+
+
+@primitive(dtype_rule="keep")
+def item(x):
+    """The single element of ``x`` as a Python number (``x.item()``, ``float(x)``)."""
+    return x.item()
+
+
+defvjp(stop_gradient, None)
+defvjp(item, lambda g, ans, x: np.reshape(g, x.shape))

@@ -1,0 +1,123 @@
+"""Elementwise rules: unary functions, piecewise constants (zero gradient), binary
+operators (broadcasting is undone centrally), comparisons and logic (no gradient)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from srcgrad.runtime.primitives import (
+    bind_numpy,
+    defvjp,
+    lookup,
+    primitive,
+)
+from srcgrad.runtime.rules.core import LN2, LN10, clip_mask
+
+defvjp(np.negative, lambda g, ans, x: -g)
+defvjp(np.positive, lambda g, ans, x: g)
+defvjp(np.exp, lambda g, ans, x: g * ans, dtype_rule="float")
+defvjp(np.exp2, lambda g, ans, x: g * ans * LN2, dtype_rule="float")
+defvjp(np.expm1, lambda g, ans, x: g * (ans + 1), dtype_rule="float")
+defvjp(np.log, lambda g, ans, x: g / x, dtype_rule="float")
+defvjp(np.log2, lambda g, ans, x: g / (x * LN2), dtype_rule="float")
+defvjp(np.log10, lambda g, ans, x: g / (x * LN10), dtype_rule="float")
+defvjp(np.log1p, lambda g, ans, x: g / (x + 1), dtype_rule="float")
+defvjp(np.sqrt, lambda g, ans, x: g / (2 * ans), dtype_rule="float")
+defvjp(np.cbrt, lambda g, ans, x: g / (3 * ans * ans), dtype_rule="float")
+defvjp(np.square, lambda g, ans, x: g * 2 * x)
+defvjp(np.reciprocal, lambda g, ans, x: -g * ans * ans, dtype_rule="float")
+defvjp(np.abs, lambda g, ans, x: g * np.sign(x))
+defvjp(np.fabs, lambda g, ans, x: g * np.sign(x), dtype_rule="float")
+defvjp(np.sin, lambda g, ans, x: g * np.cos(x), dtype_rule="float")
+defvjp(np.cos, lambda g, ans, x: -g * np.sin(x), dtype_rule="float")
+defvjp(np.tan, lambda g, ans, x: g * (1 + ans * ans), dtype_rule="float")
+defvjp(np.arcsin, lambda g, ans, x: g / np.sqrt(1 - x * x), dtype_rule="float")
+defvjp(np.arccos, lambda g, ans, x: -g / np.sqrt(1 - x * x), dtype_rule="float")
+defvjp(np.arctan, lambda g, ans, x: g / (1 + x * x), dtype_rule="float")
+defvjp(np.sinh, lambda g, ans, x: g * np.cosh(x), dtype_rule="float")
+defvjp(np.cosh, lambda g, ans, x: g * np.sinh(x), dtype_rule="float")
+defvjp(np.tanh, lambda g, ans, x: g * (1 - ans * ans), dtype_rule="float")
+defvjp(np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1), dtype_rule="float")
+defvjp(np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1), dtype_rule="float")
+defvjp(np.arctanh, lambda g, ans, x: g / (1 - x * x), dtype_rule="float")
+defvjp(np.deg2rad, lambda g, ans, x: g * (math.pi / 180), dtype_rule="float")
+defvjp(np.rad2deg, lambda g, ans, x: g * (180 / math.pi), dtype_rule="float")
+bind_numpy(np.radians, lookup(np.deg2rad))
+bind_numpy(np.degrees, lookup(np.rad2deg))
+
+
+@primitive(elementwise=True, dtype_rule="float")
+def sigmoid(x):
+    """The logistic function, computed without overflow."""
+    return np.exp(-np.logaddexp(0, -x))
+
+
+@primitive(elementwise=True)
+def relu(x):
+    return np.maximum(x, 0)
+
+
+defvjp(sigmoid, lambda g, ans, x: g * ans * (1 - ans))
+defvjp(relu, lambda g, ans, x: g * (ans > 0))
+
+# Piecewise constant: a zero gradient (PyTorch records a node that returns zeros).
+for _f in (np.sign, np.floor, np.ceil, np.trunc, np.rint):
+    defvjp(_f, lambda g, ans, x: np.zeros_like(g))
+
+# ---------------------------------------------------------------------------------------------
+# Binary elementwise (broadcasting: gradients are summed back to each input's shape centrally).
+
+defvjp(np.add, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+defvjp(np.subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g)
+defvjp(np.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+defvjp(np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * x / (y * y),
+       dtype_rule="float")
+defvjp(np.power,
+       lambda g, ans, x, y: np.where(y == 0, 0, g * y * x ** np.where(y == 0, 1, y - 1)),
+       lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(x)))
+
+
+@primitive(elementwise=True)
+def pow_scalar(x, *, p):
+    """``x ** p`` for a Python number ``p`` (PyTorch's ``pow(Tensor, Scalar)``)."""
+    return x ** p
+
+
+@primitive(elementwise=True)
+def rsub(x, *, other):
+    """``other - x`` for a Python number ``other`` (PyTorch's ``rsub(Tensor, Scalar)``)."""
+    return other - x
+
+
+defvjp(pow_scalar, lambda g, ans, x, p: g * p * x ** (p - 1) if p != 0 else np.zeros_like(g))
+defvjp(rsub, lambda g, ans, x, other: -g)
+defvjp(np.maximum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x > y, g, 0)),
+       lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y > x, g, 0)))
+defvjp(np.minimum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x < y, g, 0)),
+       lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y < x, g, 0)))
+defvjp(np.arctan2, lambda g, ans, y, x: g * x / (x * x + y * y),
+       lambda g, ans, y, x: -g * y / (x * x + y * y), dtype_rule="float")
+defvjp(np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans,
+       dtype_rule="float")
+defvjp(np.logaddexp, lambda g, ans, x, y: g * np.exp(x - ans),
+       lambda g, ans, x, y: g * np.exp(y - ans), dtype_rule="float")
+defvjp(np.logaddexp2, lambda g, ans, x, y: g * np.exp2(x - ans),
+       lambda g, ans, x, y: g * np.exp2(y - ans), dtype_rule="float")
+defvjp(np.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.floor_divide(x, y))
+defvjp(np.fmod, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.trunc(x / y))
+defvjp(np.where, None, lambda g, ans, c, x, y: np.where(c, g, 0),
+       lambda g, ans, c, x, y: np.where(c, 0, g), nin=3, broadcasts=True)
+defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None:
+       g * clip_mask(x, lo=a_min, hi=a_max), nin=1)
+
+# Comparisons and logic: boolean results, no gradient.
+for _f in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+           np.logical_and, np.logical_or, np.logical_xor):
+    defvjp(_f, None, None, dtype_rule="bool")
+for _f in (np.logical_not, np.isnan, np.isinf, np.isfinite):
+    defvjp(_f, None, dtype_rule="bool")
+for _f in (np.argmax, np.argmin, np.argsort):
+    defvjp(_f, None, dtype_rule="index")
+defvjp(np.floor_divide, None, None)

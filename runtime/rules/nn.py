@@ -1,0 +1,83 @@
+"""The neural-network family: fused losses and the affine map, one node each as in
+PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from srcgrad.runtime.primitives import (
+    defvjp,
+    primitive,
+)
+from srcgrad.runtime.rules.core import numel
+from srcgrad.runtime.rules.elementwise import sigmoid
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return np.mean(loss)
+    return np.sum(loss) if reduction == "sum" else loss
+
+
+def _loss_scale(g, x_shape, reduction):
+    """The upstream gradient spread over the elements of an unreduced loss."""
+    if reduction == "none":
+        return g
+    return np.broadcast_to(g / numel(x_shape) if reduction == "mean" else g, x_shape)
+
+
+@primitive(nin=2)
+def mse_loss(x, y, *, reduction="mean"):
+    return _reduce((x - y) ** 2, reduction)
+
+
+@primitive(nin=2, dtype_rule="float")
+def binary_cross_entropy_with_logits(x, y, *, reduction="mean"):
+    return _reduce(np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x))), reduction)
+
+
+@primitive(dtype_rule="float")
+def nll_loss(logp, *, target, reduction="mean", ignore_index=-100):
+    """Negative log-likelihood of class ``target`` along axis 1 (PyTorch's layout)."""
+    keep = target != ignore_index
+    picked = np.take_along_axis(logp, np.expand_dims(np.where(keep, target, 0), 1), axis=1)
+    loss = -np.squeeze(picked, axis=1) * keep
+    if reduction == "mean":
+        return np.sum(loss) / np.sum(keep)
+    return np.sum(loss) if reduction == "sum" else loss
+
+
+@primitive(dtype_rule="same")
+def nll_loss_grad(g, *, target, shape, reduction="mean", ignore_index=-100):
+    """Gradient of ``nll_loss``: ``-g`` at each target class, scaled for the reduction."""
+    keep = target != ignore_index
+    scale = g / np.sum(keep) if reduction == "mean" else g
+    picked = np.where(keep, -scale, 0)
+    out = np.zeros_like(g, shape=shape)
+    np.put_along_axis(out, np.expand_dims(np.where(keep, target, 0), 1),
+                      np.expand_dims(picked, 1), axis=1)
+    return out
+
+
+@primitive(nin=3)
+def addmm(c, a, b):
+    """``c + a @ b`` (``nn.Linear`` on a batch)."""
+    return c + np.matmul(a, b)
+
+
+defvjp(mse_loss, lambda g, ans, x, y, reduction="mean":
+       _loss_scale(g, x.shape, reduction) * 2 * (x - y),
+       lambda g, ans, x, y, reduction="mean": _loss_scale(g, x.shape, reduction) * 2 * (y - x),
+       broadcasts=True)
+defvjp(binary_cross_entropy_with_logits, lambda g, ans, x, y, reduction="mean":
+       _loss_scale(g, x.shape, reduction) * (sigmoid(x) - y),
+       lambda g, ans, x, y, reduction="mean": _loss_scale(g, x.shape, reduction) * -x,
+       broadcasts=True)
+defvjp(nll_loss, lambda g, ans, logp, target, reduction="mean", ignore_index=-100:
+       nll_loss_grad(g, target=target, shape=logp.shape, reduction=reduction,
+                     ignore_index=ignore_index))
+defvjp(nll_loss_grad, lambda g, ans, gy, target, shape, reduction="mean", ignore_index=-100:
+       nll_loss(g, target=target, reduction=reduction, ignore_index=ignore_index))  # linear map
+defvjp(addmm, lambda g, ans, c, a, b: g,
+       lambda g, ans, c, a, b: np.matmul(g, np.swapaxes(b, -1, -2)),
+       lambda g, ans, c, a, b: np.matmul(np.swapaxes(a, -1, -2), g), broadcasts=True)
