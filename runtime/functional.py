@@ -91,7 +91,7 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
             per_input = []
             for k, x in enumerate(ins):
                 if rows:
-                    from srcgrad.runtime.ops import stack
+                    from srcgrad.runtime.views import stack
                     jac = stack([r[k].reshape(-1) for r in rows]).reshape(
                         *(tuple(o.shape) + tuple(x.shape)))
                 else:

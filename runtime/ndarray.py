@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import grad_mode
-from srcgrad.runtime.ops import node_name
+from srcgrad.runtime.names import node_name
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
 from srcgrad.runtime.rules import cast, item
 from srcgrad.runtime.tensor import Tensor, apply

@@ -58,10 +58,11 @@ from srcgrad.runtime.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from srcgrad.runtime.ops import cat, stack, where
+from srcgrad.runtime.ops import where
 from srcgrad.runtime.primitives import defvjp, primitive
 from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.tensor import Size, Tensor
+from srcgrad.runtime.views import cat, stack
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001
