@@ -14,87 +14,15 @@ import ast
 import copy
 from typing import Any
 
-from srcgrad.errors import describe
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
+from srcgrad.jumps import Jumps
+from srcgrad.scopes import assigned, exposed, read
 
-__all__ = ["ControlFlow", "assigned", "read"]
-
-
-def _walk(stmts: list[ast.stmt]):
-    for s in stmts:
-        stack = [s]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
-                continue
-            yield node
-            stack.extend(ast.iter_child_nodes(node))
+__all__ = ["ControlFlow"]
 
 
-def assigned(stmts: list[ast.stmt]) -> set[str]:
-    """Names a block assigns (targets of assignments and of ``for``, arrays written into)."""
-    names = set()
-    for n in _walk(stmts):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            names.add(n.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
-            base = n.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name):
-                names.add(base.id)                     # y[i] = v makes a new y
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
-                n.func.attr == "append" and isinstance(n.func.value, ast.Name):
-            names.add(n.func.value.id)                 # so does xs.append(v)
-    return names
-
-
-def read(stmts: list[ast.AST]) -> set[str]:
-    """Names a block reads."""
-    return {n.id for n in _walk(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _own_statements(stmts: list[ast.stmt]):
-    """The statements of a block and of its branches, not of the loops nested in it."""
-    for st in stmts:
-        yield st
-        if isinstance(st, ast.If):
-            yield from _own_statements(st.body)
-            yield from _own_statements(st.orelse)
-        elif isinstance(st, (ast.With, ast.Try)):
-            yield from _own_statements(st.body)
-
-
-def exposed(stmts: list[ast.stmt]) -> set[str]:
-    """Names a sequence reads before assigning them (what must be live on entry)."""
-    killed: set[str] = set()
-    out: set[str] = set()
-    for s in stmts:
-        if isinstance(s, ast.For):
-            reads = read([s.iter]) | (exposed(s.body) - _targets(s.target)) | read(s.orelse)
-        elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            reads = read([s.value]) | set().union(*(read([t]) for t in targets))
-        else:
-            reads = read([s])
-        out |= reads - killed
-        if isinstance(s, (ast.Assign, ast.AnnAssign)):
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            killed |= set().union(*(_targets(t) for t in targets))
-    return out
-
-
-def _targets(target: ast.expr) -> set[str]:
-    """Names bound by an assignment target (a subscript write binds nothing new)."""
-    if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return set().union(*(_targets(t) for t in target.elts))
-    return set()
-
-
-class ControlFlow:
+class ControlFlow(Jumps):
     """The lowering of ``if``, ``for`` and ``while`` (mixed into the Lowerer)."""
 
     def live_after(self) -> set[str]:
@@ -226,52 +154,6 @@ class ControlFlow:
         body = ([] if simple else prologue) + s.body
         self._loop(s, body, counter, trip, None, s.orelse)
 
-    def _jumps(self, body: list[ast.stmt], node: ast.AST) -> tuple[list[ast.stmt], str | None]:
-        """``break``/``continue`` in a loop body as flags: the rest of the body is guarded.
-
-        Returns the new body and the name of the break flag (an extra output of the body),
-        or the body unchanged and None when it has no jumps of its own.
-        """
-        if not any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_statements(body)):
-            return body, None
-        brk, skip = self.fresh_internal("stop"), self.fresh_internal("skip")
-        self.flags |= {brk, skip}
-
-        def flag(name: str, value: bool) -> ast.stmt:
-            st = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
-            for n in ast.walk(st):
-                ast.copy_location(n, node)
-            return st
-
-        def rewrite(stmts: list[ast.stmt]) -> tuple[list[ast.stmt], bool]:
-            out: list[ast.stmt] = []
-            for i, st in enumerate(stmts):
-                if isinstance(st, (ast.Break, ast.Continue)):
-                    out.append(ast.copy_location(flag(brk if isinstance(st, ast.Break)
-                                                      else skip, True), st))
-                    return out, True
-                if isinstance(st, ast.If):
-                    then, j1 = rewrite(st.body)
-                    orelse, j2 = rewrite(st.orelse)
-                    filler = [ast.copy_location(ast.Pass(), st)]
-                    out.append(ast.copy_location(ast.If(st.test, then or filler,
-                                                        orelse), st))
-                    if j1 or j2:
-                        rest, _ = rewrite(stmts[i + 1:])
-                        if rest:
-                            test = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), [
-                                ast.Name(brk, ast.Load()), ast.Name(skip, ast.Load())]))
-                            for n in ast.walk(test):
-                                ast.copy_location(n, rest[0])
-                            out.append(ast.copy_location(ast.If(test, rest, []), rest[0]))
-                        return out, True
-                    continue
-                out.append(st)
-            return out, False
-
-        new, _ = rewrite(body)
-        return [flag(brk, False), flag(skip, False)] + new, brk
-
     def while_statement(self, s: ast.While) -> None:
         self._loop(s, s.body, self.fresh_internal("k"), None, s.test, s.orelse)
 
@@ -388,66 +270,6 @@ class ControlFlow:
         for n in ast.walk(expr):
             ast.copy_location(n, node)
         return self.static_expr(expr, hint="trips")
-
-    def early_returns(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        """``return`` inside branches and loops as a flag and a value, the rest guarded.
-
-        ``if c: return a`` … ``return b`` becomes ``value = a; done = True`` in the branch,
-        ``if not done:`` around what follows, and one ``return value`` at the end; inside a
-        loop the return also breaks out (``break`` is then handled like any other).
-        """
-        nested = [n for st in body if not isinstance(st, ast.Return)
-                  for n in _walk([st]) if isinstance(n, ast.Return)]
-        if not nested:
-            return body
-        value, done = self.fresh_internal("returned"), self.fresh_internal("done")
-        self.flags.add(done)
-        anchor = body[0]
-
-        def make(text: str, where: ast.AST) -> list[ast.stmt]:
-            stmts = ast.parse(text).body
-            for st in stmts:
-                for n in ast.walk(st):
-                    ast.copy_location(n, where)
-            return stmts
-
-        def rewrite(stmts: list[ast.stmt], in_loop: bool) -> tuple[list[ast.stmt], bool]:
-            out: list[ast.stmt] = []
-            for i, st in enumerate(stmts):
-                if isinstance(st, ast.Return):
-                    assign = make(f"{value} = None\n{done} = True", st)
-                    assign[0].value = st.value or ast.Constant(None)
-                    out += assign + (make("break", st) if in_loop else [])
-                    return out, True
-                returns = False
-                if isinstance(st, ast.If):
-                    st.body, r1 = rewrite(st.body, in_loop)
-                    st.orelse, r2 = rewrite(st.orelse, in_loop)
-                    returns = r1 or r2
-                elif isinstance(st, (ast.For, ast.While)):
-                    st.body, returns = rewrite(st.body, True)
-                out.append(st)
-                if returns:
-                    rest, _ = rewrite(stmts[i + 1:], in_loop)
-                    guard = make(f"if not {done}:\n    pass", stmts[i + 1] if rest else st)
-                    if in_loop:
-                        out += make(f"if {done}:\n    break", st)
-                    if rest:
-                        guard[0].body = rest
-                        out += guard
-                    return out, True
-            return out, False
-
-        new, _ = rewrite(copy.deepcopy(body), False)
-        return make(f"{value} = 0.0\n{done} = False", anchor) + new + make(
-            f"return {value}", body[-1])
-
-    def _no_jumps(self, block: list[ast.stmt]) -> None:
-        for n in _own_statements(block):
-            if isinstance(n, ast.Return):
-                raise self.error(f"srcgrad cannot compile {describe(n)} inside a branch or "
-                                 "loop yet", n)
-
 
 def _range_args(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:
     if len(args) == 1:

@@ -14,12 +14,13 @@ from typing import Any
 
 from srcgrad import lowering_tables as T
 from srcgrad.calls import Calls
-from srcgrad.control import ControlFlow, exposed
+from srcgrad.control import ControlFlow
 from srcgrad.errors import CompileError, describe
 from srcgrad.expressions import Expressions, Pack, Tree
 from srcgrad.frontend import Env, Source
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
 from srcgrad.lists import Lists, is_append
+from srcgrad.scopes import exposed
 
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
