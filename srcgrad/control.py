@@ -93,6 +93,12 @@ class ControlFlow(Jumps):
                 raise self.error(f"the loop changes {name!r} in place but does not carry it "
                                  "to the next iteration; make a copy inside the loop",
                                  self._node_of_line())
+            for ir in blocks:
+                if ir is not None and _stored_and_written(ir, name):
+                    raise self.error(f"{name!r} is written in place and also put in a list or "
+                                     "tuple in the loop; in NumPy every element would be the "
+                                     "same array: put a copy in the list",
+                                     self._node_of_line())
             self.consume(value, self.line, "a list" if self.is_list(value) else "an array")
 
     def bind_outputs(self, pack: Var, outputs: list[str], blocks: tuple = ()) -> None:
@@ -270,6 +276,22 @@ class ControlFlow(Jumps):
         for n in ast.walk(expr):
             ast.copy_location(n, node)
         return self.static_expr(expr, hint="trips")
+
+def _stored_and_written(ir: Any, name: str) -> bool:
+    """Whether a block both writes into the array ``name`` and stores a version of it in a
+    list or tuple (other than the block's own result)."""
+    versions = {p for p in ir.params if ir.source_names.get(p) == name}
+    for st in ir.body:
+        if st.kind == "prim" and st.fn.name == "index_put" and st.args[0].name in versions:
+            versions.add(st.target)
+    result = ir.result.name if isinstance(ir.result, Var) else None
+    for st in ir.body:
+        held = st.args if st.kind == "pack" and st.target != result else \
+            st.args[1:] if st.kind == "append" else ()
+        if any(isinstance(a, Var) and a.name in versions for a in held):
+            return True
+    return False
+
 
 def _range_args(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:
     if len(args) == 1:

@@ -46,7 +46,16 @@ class Lists:
 
     # ------------------------------------------------------------------ in-place writes
     def consume(self, old: Var, line: int, what: str) -> None:
-        """``old`` was changed in place: later reads of it would diverge from Python."""
+        """``old`` was changed in place: later reads of it would diverge from Python, and so
+        would a list or tuple built at run time that holds it."""
+        for st in self.body:
+            held = st.args if st.kind == "pack" else st.args[1:] if st.kind == "append" else ()
+            if any(isinstance(a, Var) and a.name == old.name for a in held):
+                user = self.source_names.get(old.name, old.name)
+                raise self.error(
+                    f"{user!r} is changed in place after it was put in a list or tuple (line "
+                    f"{st.line}); in NumPy the change shows through the list too, which "
+                    "srcgrad does not follow: put a copy in the list", self._node_of_line())
         self.consumed[old.name] = (line, what)
 
     def check_fresh(self, stmt: Stmt) -> None:

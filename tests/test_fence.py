@@ -74,6 +74,24 @@ CASES = {
             alias.append(x)
             return np.sum(np.stack(hs))
         """, 8, "changed in place"),
+    "write into an array held by a list": ("""
+        def f(x):
+            y = x * 1.0
+            kept = []
+            for k in range(2):
+                kept.append(y)
+                y[k] = 0.0
+            return np.sum(np.stack(kept))
+        """, 7, "put in a list"),
+    "write and store in the same loop": ("""
+        def f(x):
+            y = x * 1.0
+            kept = []
+            for k in range(2):
+                y[k] = 0.0
+                kept.append(y)
+            return np.sum(np.stack(kept))
+        """, 5, "same array"),
     "loop writes what it only reads": ("""
         def f(x):
             y = x * 1.0
