@@ -87,6 +87,14 @@ class Array(Tensor):
                 "into a NumPy array does this too); srcgrad's eager run cannot follow it")
         return float(self._data)
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._requires_grad:
+            raise RuntimeError(
+                "an array that requires grad was turned into a plain NumPy array (stored into "
+                "one, say z = np.zeros(n); z[i] = ...), which would drop its gradient; "
+                "srcgrad's eager run cannot follow it (make z with np.zeros_like of an input)")
+        return self._data if dtype is None else self._data.astype(dtype, copy=False)
+
     def item(self) -> Any:
         return _apply(item, (self,), {})
 

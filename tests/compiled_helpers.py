@@ -53,9 +53,9 @@ def check_three_ways(fn, args):
     eager = eager_transform(fn, "grad", list(args), wrt, False)
     for k, i in enumerate(wrt):
         np.testing.assert_allclose(got[k], eager[k], rtol=1e-9, atol=1e-11)
-        def f(x, i=i):
-            values = list(args)
-            values[i] = x
+        def f(x, i=i):            # NumPy itself writes into the arguments: hand it copies
+            values = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            values[i] = x.copy()
             return float(fn(*values))
         fd = numerical_grad(f, [args[i].copy()], 0)
         np.testing.assert_allclose(got[k], fd, rtol=1e-5, atol=1e-7)

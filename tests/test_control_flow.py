@@ -81,6 +81,17 @@ CASES = {
             y[1:3] += x[0]
             return np.sum(np.sqrt(y + 1.0) * x[:4])
         """, [(5,)], []),
+    "writes by slice, by mask, and into an argument": ("""
+        def f(x, w):
+            y = x.copy()
+            y[1:3] = w[:2] * 2.0
+            mask = x > 0.5
+            y[mask] = np.sin(y[mask])
+            x[0] = w[2]
+            z = np.zeros_like(x)
+            z[::2] = x[:3] * y[:3]
+            return np.sum(y * z) + np.sum(x ** 2)
+        """, [(5,), (3,)], []),
     "break and continue": ("""
         def f(x, n, cut):
             y = x
@@ -230,3 +241,17 @@ def test_writes_over_rows_that_earlier_iterations_read():
     for k in (0, 1):                 # the eager engine refuses this program, as PyTorch does
         fd = numerical_grad(lambda *xs: float(fn(*xs)), [a.copy() for a in args], k)
         np.testing.assert_allclose(got[k], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_writes_into_np_zeros_compile():
+    fn = define("""
+        def f(x):
+            z = np.zeros(4)
+            z[::2] = np.sin(x[:2])
+            z[1] = x[3] ** 2
+            return np.sum(z * x)
+        """, {"np": np})
+    x = np.array([0.3, 0.7, 1.1, 0.4])
+    got = srcgrad.grad(fn, strict=True)(x)   # the eager engine cannot store into np.zeros
+    fd = numerical_grad(lambda a: float(fn(a)), [x.copy()], 0)
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
