@@ -45,6 +45,8 @@ class Calls:
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)
         if f is builtins.sum:
             return self.builtin_sum(node)
+        if f is builtins.max or f is builtins.min:
+            return self.builtin_extremum(f, node)
         if f is T.STOP_GRADIENT:
             return self.prim(T.lookup("stop_gradient"), [self.expr(node.args[0])], {},
                              "stopped", node)
@@ -67,6 +69,25 @@ class Calls:
             return self.user_call(fn, node)
         raise self.error(f"srcgrad has no derivative rule for {_qualname(f)}; register one "
                          "with srcgrad.defvjp", node)
+
+    def builtin_extremum(self, f: Any, node: ast.Call) -> Any:
+        """``max(a, b, …)``/``min(…)`` of values, or of one list or tuple literal: the
+        elementwise ``np.maximum``/``np.minimum``, one pair at a time."""
+        if node.keywords:
+            raise self.error(f"{f.__name__}() with keyword arguments is not compiled", node)
+        args = [self.expr(a) for a in node.args]
+        if len(args) == 1 and isinstance(args[0], Pack):
+            args = args[0].items
+        if len(args) < 2:
+            raise self.error(f"{f.__name__}() is compiled for two or more values (or a list "
+                             "literal of them)", node)
+        if all(self.is_static(a) for a in args):
+            return self.static_expr(node, hint=f.__name__)
+        pairwise = np.maximum if f is builtins.max else np.minimum
+        result = args[0]
+        for other in args[1:]:
+            result = self.numpy_call(pairwise, [result, other], {}, node)
+        return result
 
     def numpy_call(self, f: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         special = T.SPECIAL_CALLS.get(f)

@@ -261,6 +261,13 @@ class ControlFlow(Jumps):
                 if node.func.id == "enumerate" and len(node.args) == 1:
                     inner, length = sequence(node.args[0])
                     return [ast.Tuple([k, inner[0]], ast.Load())], length
+                if node.func.id == "reversed" and len(node.args) == 1 and not (
+                        isinstance(node.args[0], ast.Call) and isinstance(
+                            node.args[0].func, ast.Name) and node.args[0].func.id in (
+                            "enumerate", "zip")):
+                    back = ast.BinOp(ast.Constant(-1), ast.Sub(), k)     # xs[-1 - k]
+                    return ([ast.Subscript(copy.deepcopy(node.args[0]), back, ast.Load())],
+                            ("len", node.args[0]))
                 if node.func.id == "zip" and node.args:
                     parts = [sequence(a) for a in node.args]
                     return ([ast.Tuple([p[0][0] for p in parts], ast.Load())],

@@ -115,6 +115,18 @@ CASES = {
                 path.append(path[-1] * path[-2])
             return np.sum(path[-1])
         """, [(2,), 3], []),
+    "reversed, max and min": ("""
+        def f(x, n):
+            hs = [x * (k + 1.0) for k in range(n)]
+            acc = x
+            for h in reversed(hs):
+                acc = np.sin(acc) * h
+            for k in reversed(range(1, n)):
+                acc = acc + max(np.sum(acc) * k, 0.3) - min(k * 0.5, np.sum(hs[k]), 2.0)
+            for row in reversed(np.stack(hs)):
+                acc = acc + row * 0.1
+            return np.sum(acc)
+        """, [(3,), 4], [[(3,), 1]]),
     "python floats in a list": ("""
         def f(s, n):
             values = [s]
