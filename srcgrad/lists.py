@@ -1,6 +1,6 @@
 """Lists lowered: literals, ``append``, element reads, comprehensions, ``sum`` and joins.
 
-A list literal stays a compile-time :class:`~srcgrad.lower.Pack` while its length is known (it
+A list literal stays a compile-time :class:`~srcgrad.expressions.Pack` while its length is known (it
 then costs nothing at run time).  A list that a loop or a branch builds becomes a run-time
 Python list: ``append`` is a statement of its own (``target`` is the list after the append,
 the same object), ``xs[i]`` a ``listget``, and ``np.stack``/``np.concatenate``/``sum`` of it
