@@ -146,7 +146,10 @@ class _ModuleBuilder:
         result = em.operand(ir.result)
         if kind == "vjp":
             seed = ir.fresh(f"d_{ir.result.name}" if hasattr(ir.result, "name") else "d_out")
-            back = accumulators(em, ir, seed) + em.adjoint(_name(seed))
+            totals = accumulators(em, ir, seed)
+            if totals:
+                totals.insert(0, comment("the loop's running totals for what its body reads"))
+            back = totals + em.adjoint(_name(seed))
             if name is None and _returns_list(ir):
                 own = em.tracer.use_helper("own_lists", support.own_lists)
                 back.insert(0, assign(seed, ast.Call(own, [_name(seed)], [])))

@@ -25,10 +25,14 @@ class Jumps:
         Returns the new body and the name of the break flag (an extra output of the body),
         or the body unchanged and None when it has no jumps of its own.
         """
-        if not any(isinstance(n, (ast.Break, ast.Continue)) for n in own_statements(body)):
+        kinds = {type(n) for n in own_statements(body) if isinstance(n, (ast.Break,
+                                                                          ast.Continue))}
+        if not kinds:
             return body, None
-        brk, skip = self.fresh_internal("stop"), self.fresh_internal("skip")
-        self.flags |= {brk, skip}
+        brk = self.fresh_internal("stop") if ast.Break in kinds else None
+        skip = self.fresh_internal("skip") if ast.Continue in kinds else None
+        names = [f for f in (brk, skip) if f is not None]
+        self.flags |= set(names)
 
         def flag(name: str, value: bool) -> ast.stmt:
             st = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value))
@@ -52,8 +56,9 @@ class Jumps:
                     if j1 or j2:
                         rest, _ = rewrite(stmts[i + 1:])
                         if rest:
-                            test = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), [
-                                ast.Name(brk, ast.Load()), ast.Name(skip, ast.Load())]))
+                            flags = [ast.Name(f, ast.Load()) for f in names]
+                            test = ast.UnaryOp(ast.Not(), flags[0] if len(flags) == 1 else
+                                               ast.BoolOp(ast.Or(), flags))
                             for n in ast.walk(test):
                                 ast.copy_location(n, rest[0])
                             out.append(ast.copy_location(ast.If(test, rest, []), rest[0]))
@@ -63,7 +68,7 @@ class Jumps:
             return out, False
 
         new, _ = rewrite(body)
-        return [flag(brk, False), flag(skip, False)] + new, brk
+        return [flag(f, False) for f in names] + new, brk
 
     def early_returns(self, body: list[ast.stmt]) -> list[ast.stmt]:
         """``return`` inside branches and loops as a flag and a value, the rest guarded.

@@ -28,6 +28,10 @@ CASES = {
         rng.normal(size=3), 0.1, rng.normal(size=(8, 3)), (rng.random(8) > 0.5) * 1.0)),
     "softmax_cross_entropy": (fns.softmax_cross_entropy, 0, lambda: (
         rng.normal(size=(3, 4)), rng.normal(size=(8, 3)), np.eye(4)[rng.integers(0, 4, 8)])),
+    "rnn_states": (fns.rnn_states, (1, 2), lambda: (
+        np.zeros((2, 4)), rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(3, 4)),
+        rng.normal(size=(5, 2, 3)))),
+    "prefix_sums": (fns.prefix_sums, (0, 1), lambda: (rng.normal(size=6), 0.9)),
 }
 
 
