@@ -13,7 +13,7 @@ from typing import Any
 
 from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import assign
-from srcgrad.ir import Stmt
+from srcgrad.ir import Stmt, Var
 
 __all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
 
@@ -25,8 +25,16 @@ def _name(name: str, store: bool = False) -> ast.Name:
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
     """``if cond: out, back = then_vjp(...) else: out, back = else_vjp(...)``."""
     then_ir, else_ir = st.fn
+    handed = [a.name for a in st.args[1:] if em._wants(a) and a.name in em.fn.accumulates
+              and a.name not in em.fn.lists]          # running totals the blocks add into
+    if handed and st.target in em.active:
+        em.passed_totals[st.target] = handed
     for ir in (then_ir, else_ir):                   # inputs without adjoints: no gradients
         ir.nondiff |= {p for p, a in zip(ir.params, st.args[1:]) if not em._wants(a)}
+        if st.target in em.passed_totals:
+            by_arg = {a.name: p for p, a in zip(ir.params, st.args[1:])
+                      if isinstance(a, Var)}
+            ir.accumulates = [by_arg[v] for v in handed]
     args = [em.operand(a) for a in st.args[1:]]
     back = em.fresh(f"{st.target}_backward") if st.target in em.active else "_"
     if back != "_":
@@ -94,10 +102,14 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     d_state = em.fresh(f"d_{st.target}")
     emitted.append(assign(d_state, g))
     consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
-    totals = {i: em.fresh(f"d_{a.name}_sum") for i, a in consts}
+    ours = {i: em.running_total(a.name) for i, a in consts}   # a total of an outer loop
+    ours = {i: d.id for i, d in ours.items() if d is not None}
+    totals = {i: ours.get(i) or em.fresh(f"d_{a.name}_sum") for i, a in consts}
     zero = em.tracer.use_helper("zero_gradient", support.zero_gradient)
     for i, name in totals.items():                  # zeros shaped as the value (no trips)
         value = st.args[i]
+        if i in ours:
+            continue
         emitted.append(assign(name, lists.zero_list(em, value.name) if value.name in em.fn.lists
                               else ast.Call(zero, [em.operand(value)], [])))
     back = em.fresh(f"{st.target}_back")
@@ -118,7 +130,8 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
             emitted += em.accumulate(a.name, ast.Subscript(_name(d_state), ast.Constant(i),
                                                            ast.Load()))
     for i, a in consts:
-        emitted += em.accumulate(a.name, _name(totals[i]))
+        if i not in ours:
+            emitted += em.accumulate(a.name, _name(totals[i]))
     return emitted
 
 

@@ -81,6 +81,7 @@ class Emitter(Accumulation):
         self.same_list: dict[str, str] = {}  # list version -> the version it appended to
         self.lengths: dict[str, str] = {}    # list version -> name of its recorded length
         self.changed_later = lists.changed_later(fn)
+        self.passed_totals: dict[str, list[str]] = {}  # branch -> totals handed to its blocks
 
     # ------------------------------------------------------------------------- primal
     def primal(self) -> list[ast.stmt]:
@@ -293,13 +294,32 @@ class Emitter(Accumulation):
                 out.append(ast.Call(zero, [part], []))
         return ast.Tuple(out, ast.Load())
 
+    def running_total(self, var: str) -> ast.Name | None:
+        """The adjoint of ``var`` when it is a running total this code may add into in place
+        (a loop body's total for what it only reads), else None."""
+        d = self.adj.get(var)
+        if var in self.fn.accumulates and isinstance(d, ast.Name) and d.id in self.owned:
+            return d
+        return None
+
     def adjoint_call(self, st: Stmt, g: Any, args: list) -> list[ast.stmt]:
         g = self.cotangent(st, g)
         names = []
         wanted = []
         direct = set()
         counts = [a.name for a in args if isinstance(a, Var)]
+        handed = self.passed_totals.get(st.target, [])     # a branch adds into our totals
+        if handed:
+            g = ast.BinOp(g, ast.Add(), ast.Tuple([
+                self.running_total(v) or ast.Call(self.tracer.use_helper(
+                    "zero_gradient", support.zero_gradient), [_name(v)], [])
+                for v in handed], ast.Load()))
         for a in args:
+            total = self.running_total(a.name) if isinstance(a, Var) and a.name in handed \
+                else None
+            if total is not None:
+                names.append(total.id)
+                continue
             if self._wants(a) and a.name not in self.adj and counts.count(a.name) == 1:
                 name = self.fresh(f"d_{a.name}")      # its first gradient: no sum needed
                 direct.add(a.name)

@@ -154,7 +154,8 @@ class ControlFlow(Jumps):
     def for_statement(self, s: ast.For) -> None:
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
-                  and len(s.iter.args) == 1)
+                  and len(s.iter.args) == 1      # and the variable is not read after the loop
+                  and s.target.id not in self.live_after() | exposed(s.orelse))
         counter = s.target.id if simple else self.fresh_internal("k")  # in range(n): i counts
         prologue, trip = self._iteration(s, counter)
         body = ([] if simple else prologue) + s.body
@@ -176,7 +177,7 @@ class ControlFlow(Jumps):
                 raise self.error(f"{name!r} is first assigned inside the loop and used after "
                                  "it; give it a value before the loop", s)
         consts = [n for n in self.inputs_of([body] + ([[test]] if test is not None else []),
-                                            set()) if n not in carried]
+                                            set()) if n not in carried and n != counter]
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
         params = [counter, *carried, *consts]
         outputs = carried + ([stop] if stop else [])

@@ -36,11 +36,11 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
     for k, st in enumerate(fn.body):
         node = st.target or f"<{st.kind} {k}>"
         g.add_node(node, op=_op(st), line=st.line, kind=st.kind, active=False, saved=False)
+        through = _block_inputs(st)
         for i, a in enumerate(st.args):
             if isinstance(a, Var):
-                diff = st.kind in ("call", "pack", "unpack", "leaf", "loop", "append",
-                                   "listget") or (
-                    st.kind == "branch" and i > 0) or (
+                diff = st.kind in ("call", "pack", "unpack", "leaf", "append", "listget") or (
+                    st.kind in ("loop", "branch") and i in through) or (
                     st.kind == "prim" and st.fn.vjp(i) is not None)
                 g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)
         for u in st.uses:
@@ -58,6 +58,28 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
         _check_params(fn, g, varied, useful)
     _mark_saved(fn, g)
     return g
+
+
+def _block_inputs(st) -> set[int]:
+    """The arguments of a loop or branch that a gradient can flow back into: those whose
+    parameter reaches the block's result differentiably (an index or a count does not)."""
+    if st.kind == "loop":
+        body = st.fn[0]
+        return {i for i, p in enumerate(body.params[1:]) if p in _differentiable_params(body)}
+    if st.kind == "branch":
+        return {i + 1 for ir in st.fn for i, p in enumerate(ir.params)
+                if p in _differentiable_params(ir)}
+    return set()
+
+
+def _differentiable_params(ir: Function) -> set[str]:
+    """A block's parameters with a differentiable path to its result (cached on the block)."""
+    found = getattr(ir, "_differentiable_params", None)
+    if found is None:
+        g = build_graph(ir, [p for p in ir.params if p not in ir.nondiff], check=False)
+        found = {p for p in ir.params if g.nodes[p]["active"]}
+        ir._differentiable_params = found
+    return found
 
 
 def active_names(g: nx.DiGraph) -> set[str]:

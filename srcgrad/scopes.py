@@ -8,16 +8,21 @@ import ast
 __all__ = ["assigned", "read", "exposed", "own_statements", "walk"]
 
 
-def walk(stmts: list[ast.stmt]):
-    """Every node of ``stmts``, not entering nested functions, lambdas or classes."""
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def walk(stmts: list[ast.AST]):
+    """Every node of ``stmts`` in their own scope: not entering nested functions and classes,
+    nor lambdas and comprehensions (yielded, not entered: their names are their own)."""
     for s in stmts:
         stack = [s]
         while stack:
             node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 continue
             yield node
-            stack.extend(ast.iter_child_nodes(node))
+            if not isinstance(node, _SCOPES):
+                stack.extend(ast.iter_child_nodes(node))
 
 
 def assigned(stmts: list[ast.stmt]) -> set[str]:
@@ -39,8 +44,28 @@ def assigned(stmts: list[ast.stmt]) -> set[str]:
 
 
 def read(stmts: list[ast.AST]) -> set[str]:
-    """Names a block reads."""
-    return {n.id for n in walk(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """Names a block reads (a lambda's or comprehension's free names included)."""
+    names = set()
+    for n in walk(stmts):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            names.add(n.id)
+        elif isinstance(n, _SCOPES):
+            names |= _free(n)
+    return names
+
+
+def _free(node: ast.AST) -> set[str]:
+    """The names a lambda or a comprehension reads from the scope around it."""
+    if isinstance(node, ast.Lambda):
+        return read([node.body]) - {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    bound: set[str] = set()
+    out: set[str] = set()
+    for k, gen in enumerate(node.generators):
+        out |= read([gen.iter]) - (bound if k else set())   # the first runs outside
+        bound |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        out |= read(gen.ifs) - bound
+    parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    return out | (read(parts) - bound)
 
 
 def own_statements(stmts: list[ast.stmt]):

@@ -92,6 +92,14 @@ CASES = {
             z[::2] = x[:3] * y[:3]
             return np.sum(y * z) + np.sum(x ** 2)
         """, [(5,), (3,)], []),
+    "a loop variable that shadows an earlier one": ("""
+        def f(x, w):
+            j = 3
+            for i in range(2):
+                for j in range(2):
+                    x = np.tanh(x + w[(i + j) % 4] * 0.3)
+            return np.sum(x) * j
+        """, [(3,), (4,)], []),
     "break and continue": ("""
         def f(x, n, cut):
             y = x

@@ -82,7 +82,7 @@ def programs_with_control_flow(draw):
 
     for k in range(draw(st.integers(2, 5))):
         kind = draw(st.sampled_from(["assign", "if", "for", "while", "append", "read",
-                                     "generator", "write"]))
+                                     "generator", "write", "loop if", "nested"]))
         target = f"v{k}"
         lines.append(f"    {target} = {expression(names)}")
         names.append(target)
@@ -112,6 +112,16 @@ def programs_with_control_flow(draw):
                       f"    for i in range({draw(st.integers(0, 4))}):",   # eager oracle
                       f"        {target}[i % 3] = {target}[(i + 1) % 3] + "
                       f"{expression(['x1[i % 4]', 'x0[i % 3, 1]'])} * 0.5"]
+        elif kind == "loop if":
+            lines += [f"    for i in range({draw(st.integers(0, 3))}):",
+                      f"        if np.sum({target}) > {draw(st.floats(-3.0, 3.0))!r}:",
+                      f"            {target} = {target} * 0.5 + x1[i % 4] * {expression(names)}",
+                      "        else:",
+                      f"            {target} = {target} + x0[i % 3] * 0.1"]
+        elif kind == "nested":
+            lines += [f"    for i in range({draw(st.integers(0, 2))}):",
+                      f"        for j in range({draw(st.integers(0, 2))}):",
+                      f"            {target} = np.tanh({target} + x1[(i + j) % 4] * 0.3)"]
         elif kind == "generator":
             lines += [f"    {target} = {target} + sum(np.sin({target} * i) for i in "
                       f"range({draw(st.integers(0, 3))}))"]
