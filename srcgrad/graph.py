@@ -63,9 +63,10 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
 def _block_inputs(st) -> set[int]:
     """The arguments of a loop or branch that a gradient can flow back into: those whose
     parameter reaches the block's result differentiably (an index or a count does not)."""
-    if st.kind == "loop":
+    if st.kind == "loop":            # a carried value passes through a loop that never runs
         body = st.fn[0]
-        return {i for i, p in enumerate(body.params[1:]) if p in _differentiable_params(body)}
+        return set(range(st.params["carried"])) | {
+            i for i, p in enumerate(body.params[1:]) if p in _differentiable_params(body)}
     if st.kind == "branch":
         return {i + 1 for ir in st.fn for i, p in enumerate(ir.params)
                 if p in _differentiable_params(ir)}

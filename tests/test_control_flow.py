@@ -92,6 +92,17 @@ CASES = {
             z[::2] = x[:3] * y[:3]
             return np.sum(y * z) + np.sum(x ** 2)
         """, [(5,), (3,)], []),
+    "a loop whose body overwrites what it carries, run zero times": ("""
+        def f(x, n):
+            v = np.sin(x)
+            j = 0
+            while j < n:
+                v = np.tanh(x)
+                j = j + 1
+            for k in range(n):
+                v = np.cos(x) * k
+            return np.sum(v)
+        """, [(3,), 0], [[(3,), 2]]),
     "a loop variable that shadows an earlier one": ("""
         def f(x, w):
             j = 3
