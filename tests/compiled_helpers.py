@@ -60,3 +60,11 @@ def check_three_ways(fn, args):
         fd = numerical_grad(f, [args[i].copy()], 0)
         np.testing.assert_allclose(got[k], fd, rtol=1e-5, atol=1e-7)
     return compiled
+
+
+def check_case(source: str, spec: list, others: list) -> None:
+    """Define ``source`` and check it three ways on the arguments of ``spec`` and ``others``."""
+    fn = define(source, {"np": np})
+    rng = np.random.default_rng(0)
+    for s in [spec, *others]:
+        check_three_ways(fn, arguments(s, rng))

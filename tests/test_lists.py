@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from compiled_helpers import arguments, check_three_ways, define
+from compiled_helpers import check_case, define
 from conftest import needs_torch
 
 import srcgrad
@@ -139,11 +139,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_compiled_equals_eager_and_finite_differences(case):
-    source, spec, others = CASES[case]
-    fn = define(source, {"np": np})
-    rng = np.random.default_rng(0)
-    for s in [spec, *others]:
-        check_three_ways(fn, arguments(s, rng))
+    check_case(*CASES[case])
 
 
 RNN = """
