@@ -25,7 +25,14 @@ def _match_input(g: Any, x: Any) -> Any:
     return g if isinstance(g, Tensor) else Tensor._make(g * rules.np.ones_like(x._data))
 
 
-def _zero_gradient(x: Any) -> None:
+def _zero_gradient(x: Any) -> Any:
+    """Zeros where a sum starts (a loop's totals); None where nothing flows (ints)."""
+    if isinstance(x, list):
+        return [None] * len(x)
+    if isinstance(x, float):
+        return 0.0
+    if isinstance(x, Tensor) and x._data.dtype.kind in "fc":
+        return Tensor._make(rules.np.zeros_like(x._data))
     return None
 
 

@@ -270,3 +270,29 @@ def test_writes_into_np_zeros_compile():
     got = srcgrad.grad(fn, strict=True)(x)   # the eager engine cannot store into np.zeros
     fd = numerical_grad(lambda a: float(fn(a)), [x.copy()], 0)
     np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_second_derivative_through_a_compiled_loop():
+    fn = define("""
+        def f(x, w):
+            s = 0.0
+            for i in range(x.shape[0]):
+                if x[i] > 0.4:
+                    s = s + np.sin(x[i] * w) ** 2
+                else:
+                    s = s + x[i] ** 3
+            return s
+        """, {"np": np})
+    compiled = srcgrad.compile(fn, strict=True)
+    a = np.array([0.3, 0.5, 0.9])
+
+    def first(v):          # the gradient in x, as a plain array
+        x = srcgrad.tensor(v, requires_grad=True)
+        (g,) = srcgrad.autograd.grad(compiled(x, srcgrad.tensor(1.3)), x)
+        return g.numpy()
+
+    x = srcgrad.tensor(a, requires_grad=True)
+    (g,) = srcgrad.autograd.grad(compiled(x, srcgrad.tensor(1.3)), x, create_graph=True)
+    (h,) = srcgrad.autograd.grad(g.sum(), x)
+    expected = numerical_grad(lambda v: float(np.sum(first(v))), [a.copy()], 0)
+    np.testing.assert_allclose(h.numpy(), expected, rtol=1e-6, atol=1e-8)
