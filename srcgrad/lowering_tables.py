@@ -86,9 +86,9 @@ def value_expr(value: Any, leaf: Any = None) -> ast.expr:
         items = [value_expr(v, leaf) for v in value]
         return ast.Tuple(items, ast.Load()) if isinstance(value, tuple) else ast.List(
             items, ast.Load())
-    if isinstance(value, slice):
-        return ast.Call(ast.Name("slice", ast.Load()),
-                        [value_expr(p, leaf) for p in (value.start, value.stop, value.step)], [])
+    if isinstance(value, slice):                 # slice(1, None), not slice(1, None, None)
+        parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
+        return ast.Call(ast.Name("slice", ast.Load()), [value_expr(p, leaf) for p in parts], [])
     if value is Ellipsis:
         return ast.Constant(Ellipsis)
     if isinstance(value, (np.floating, np.integer, np.bool_)):

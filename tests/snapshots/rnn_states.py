@@ -152,7 +152,7 @@ def rnn_states_grad(h0, w_h, w_x, xs):
     d_stack_1 = d_stack_1_pow * 2 * stack_1
     d_hs_1_part = unstack(d_stack_1)
     d_hs_1 = [None] * len(hs_1)
-    add_at(d_hs_1, slice(1, None, None), d_hs_1_part)
+    add_at(d_hs_1, slice(1, None), d_hs_1_part)
     # adjoint of snapshot_functions.py:30  for x in xs:
     d_loop_30 = (d_hs_1,)
     d_w_h_sum = zero_gradient(w_h)
