@@ -57,9 +57,11 @@ def _copy(value: Any) -> Any:
 
 
 def _gradients(out: Any, leaves: dict, seed: Any) -> dict:
+    """Gradients of the output (a Tensor, or a tuple/list of them with a cotangent each)."""
     inputs = [w for _, _, wrapped in leaves.values() for w in wrapped if isinstance(w, Array)]
-    found = autograd_grad(out, inputs, seed, retain_graph=True, allow_unused=True) \
-        if inputs and isinstance(out, Tensor) and out.requires_grad else [None] * len(inputs)
+    outs, seeds = _outputs_and_seeds(out, seed)
+    found = autograd_grad(outs, inputs, seeds, retain_graph=True, allow_unused=True) \
+        if inputs and outs else [None] * len(inputs)
     it = iter(found)
     result = {}
     for i, (flat, structure, wrapped) in leaves.items():
@@ -69,6 +71,17 @@ def _gradients(out: Any, leaves: dict, seed: Any) -> dict:
     return result
 
 
+def _outputs_and_seeds(out: Any, seed: Any) -> tuple[list, list | None]:
+    """The Tensors that require grad among the outputs, and their cotangents (None: 1)."""
+    if isinstance(out, Tensor):
+        return ([out], None if seed is None else [seed]) if out.requires_grad else ([], None)
+    flat, _ = pytree.flatten(out)
+    cotangents = pytree.flatten(seed)[0] if seed is not None else [None] * len(flat)
+    pairs = [(o, Tensor._make(np.asarray(c)))
+             for o, c in zip(flat, cotangents) if isinstance(o, Tensor) and o.requires_grad]
+    return [o for o, _ in pairs], [c for _, c in pairs]
+
+
 def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool) -> Any:
     """``grad``/``value_and_grad``/``vjp`` of ``fun`` computed by the eager engine."""
     args, leaves = _wrap(values, wrt)
@@ -76,7 +89,8 @@ def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool)
         out = fun(*args)
     if kind == "vjp":
         def vjp_fn(cotangent: Any) -> tuple:
-            seed = Tensor._make(np.asarray(cotangent)) if isinstance(out, Tensor) else None
+            seed = Tensor._make(np.asarray(cotangent)) if isinstance(out, Tensor) else \
+                cotangent
             grads = _gradients(out, leaves, seed)
             return tuple(grads[i] if pytree.differentiable(values[i]) or not pytree.is_leaf(
                 values[i]) else None for i in range(len(values)))

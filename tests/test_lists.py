@@ -224,3 +224,21 @@ def test_value_and_grad_and_compile_of_a_comprehension():
     t = srcgrad.tensor(x, requires_grad=True)
     srcgrad.compile(fn)(t, 3).backward()
     np.testing.assert_allclose(t.grad.numpy(), np.cos(x) * 3)
+
+
+def test_the_fallback_vjp_of_a_list_result_agrees():
+    source = """
+        def f(x, n):
+            out = []
+            for k in range(n):
+                out.append(np.sin(x) * (k + 1.0))
+            return out, np.sum(x)
+        """
+    fn = define(source, {"np": np})
+    x = np.array([0.3, -0.4])
+    cotangent = ([np.ones(2), np.full(2, 2.0), np.full(2, 3.0)], 0.5)
+    compiled = srcgrad.vjp(fn, x, 3, strict=True)[1](cotangent)[0]
+    from srcgrad.fallback import eager_transform
+    eager = eager_transform(fn, "vjp", [x, 3], (0, 1), False)[1](cotangent)[0]
+    np.testing.assert_allclose(compiled, np.cos(x) * 14 + 0.5)
+    np.testing.assert_allclose(eager, compiled)
