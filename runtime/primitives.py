@@ -321,7 +321,7 @@ def is_differentiable_dtype(dtype: Any) -> bool:
 
 def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
-    if np.shape(x) == tuple(shape):
+    if getattr(x, "shape", ()) == tuple(shape):          # numbers have no shape: ()
         return x
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)

@@ -57,7 +57,7 @@ def numel(shape):
 
 def unbroadcast(x, shape):
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
-    if np.shape(x) == tuple(shape):
+    if getattr(x, 'shape', ()) == tuple(shape):
         return x
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple((i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1))
