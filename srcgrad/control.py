@@ -14,7 +14,7 @@ import ast
 import copy
 from typing import Any
 
-from srcgrad.expressions import Pack, Tree
+from srcgrad.expressions import Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.jumps import Jumps
 from srcgrad.scopes import assigned, exposed, read
@@ -29,7 +29,7 @@ class ControlFlow(Jumps):
         return self._live[-1] if self._live else set()
 
     def block_function(self, body: list[ast.stmt], params: list[str], outputs: list[str],
-                       label: str, node: ast.AST) -> Any:
+                       label: str, node: ast.AST, rebuild: dict | None = None) -> Any:
         """Lower ``body`` as ``def label(*params): body; return tuple(outputs)``."""
         from srcgrad.frontend import Source
         from srcgrad.lower import Lowerer
@@ -48,8 +48,8 @@ class ControlFlow(Jumps):
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
         child.in_block = True
-        child.list_names = {p for p in params if self.is_list(self.scope.get(p))
-                            or self.is_sequence_tree(self.scope.get(p))}
+        child.list_names = {p for p in params if self.is_list(self.scope.get(p))}
+        child.rebuild = rebuild or {}
         ir = child.lower_function()
         ir.name = label
         ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
@@ -63,21 +63,32 @@ class ControlFlow(Jumps):
         return sorted(n for n in names if n in self.scope)
 
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
-        return [self.materialize(self.tree_as_list(self.scope[n], n, node), n) for n in names]
+        for n in names:
+            if isinstance(self.scope[n], Tree):
+                raise self.error(f"the pytree argument {n!r} is assigned in a branch or loop; "
+                                 "srcgrad compiles reading it there", node)
+        return [self.materialize(self.scope[n], n) for n in names]
 
-    def is_sequence_tree(self, value: Any) -> bool:
-        return isinstance(value, Tree) and value.kind != "dict"
-
-    def tree_as_list(self, value: Any, name: str, node: ast.AST) -> Any:
-        """A list or tuple argument read inside a block: the list of its leaves."""
-        if not isinstance(value, Tree):
-            return value
-        leaves = list(value.children.values())
-        if value.kind == "dict" or not all(isinstance(v, Var) for v in leaves):
-            raise self.error(f"the pytree argument {name!r} is read inside a branch or "
-                             "loop; srcgrad compiles that for a flat list or tuple of arrays",
-                             node)
-        return Pack(leaves, is_list=True)
+    def expand_inputs(self, names: list[str]) -> tuple[list[str], list, dict]:
+        """Block parameters and the values bound to them; a pytree argument is passed leaf by
+        leaf (``params_w``, ``params_b`` …) and rebuilt inside the block."""
+        params: list[str] = []
+        values: list = []
+        rebuild: dict[str, tuple] = {}
+        for n in names:
+            value = self.scope[n]
+            if not isinstance(value, Tree):
+                params.append(n)
+                values.append(self.materialize(value, n))
+                continue
+            leaves = []
+            for path, var in value.leaves():
+                arg = self.fresh_internal("_".join([n, *map(str, path)]))
+                params.append(arg)
+                values.append(var)
+                leaves.append((path, arg))
+            rebuild[n] = (value, leaves)
+        return params, values, rebuild
 
     def consume_inputs(self, names: list[str], values: list, blocks: tuple,
                        carried: set[str]) -> None:
@@ -126,13 +137,13 @@ class ControlFlow(Jumps):
                                  "the if statement", s)
         inputs = self.inputs_of([then, orelse], {n for n in outputs if n in self.scope})
         label = self.fresh(f"{self.src.name}_if_{s.lineno}")
-        blocks = tuple(self.block_function(b, inputs, outputs, f"{label}_{part}", s)
+        params, values, rebuild = self.expand_inputs(inputs)
+        blocks = tuple(self.block_function(b, params, outputs, f"{label}_{part}", s, rebuild)
                        for b, part in ((then, "then"), (orelse, "else")))
         pack = self.fresh(f"if_{s.lineno}")
-        values = self.bind_inputs(inputs, s)
         self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *values],
                        params={"outputs": len(outputs)}))
-        self.consume_inputs(inputs, values, blocks, set(inputs))
+        self.consume_inputs(params, values, blocks, set(params))
         self.bind_outputs(Var(pack), outputs, blocks)
 
     def if_expression(self, node: ast.IfExp) -> Any:
@@ -179,20 +190,21 @@ class ControlFlow(Jumps):
         consts = [n for n in self.inputs_of([body] + ([[test]] if test is not None else []),
                                             set()) if n not in carried and n != counter]
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
-        params = [counter, *carried, *consts]
+        const_params, const_values, rebuild = self.expand_inputs(consts)
+        params = [counter, *carried, *const_params]
         outputs = carried + ([stop] if stop else [])
-        body_ir = self.block_function(body, params, outputs, f"{label}_body", s)
+        body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild)
         body_ir.nondiff |= {counter}
         cond_ir = None
         if test is not None:
-            cond_ir = self._condition(test, params, f"{label}_test", s)
+            cond_ir = self._condition(test, params, f"{label}_test", s, rebuild)
             cond_ir.nondiff = set(params)
-        args = [*self.bind_inputs(carried, s), *self.bind_inputs(consts, s)]
+        args = [*self.bind_inputs(carried, s), *const_values]
         pack = self.fresh(f"loop_{s.lineno}")
         self.emit(Stmt(pack, "loop", fn=(body_ir, cond_ir), args=args,
                        params={"trip": trip, "carried": len(carried), "counter": counter,
                                "stops": bool(stop)}))
-        self.consume_inputs(carried + consts, args, (body_ir,), set(carried))
+        self.consume_inputs(carried + const_params, args, (body_ir,), set(carried))
         self.bind_outputs(Var(pack), carried, (body_ir,))
         if orelse:
             self._live.pop()
@@ -228,14 +240,15 @@ class ControlFlow(Jumps):
         self.inline.add(cond.name)
         return cond
 
-    def _condition(self, test: ast.expr, params: list[str], label: str, node: ast.AST) -> Any:
+    def _condition(self, test: ast.expr, params: list[str], label: str, node: ast.AST,
+                   rebuild: dict | None = None) -> Any:
         """The ``while`` test as a block returning ``(bool(test),)``."""
         name = self.fresh_internal("holds")
         assign = ast.Assign([ast.Name(name, ast.Store())], ast.Call(
             ast.Name("bool", ast.Load()), [copy.deepcopy(test)], []))
         for n in ast.walk(assign):
             ast.copy_location(n, test)
-        return self.block_function([assign], params, [name], label, node)
+        return self.block_function([assign], params, [name], label, node, rebuild)
 
     def _iteration(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
         """Statements that bind the loop target from the counter, and the trip expression."""

@@ -38,6 +38,29 @@ class Tree:
         self.children = children        # key (str or int) -> Tree or Var
         self.root: Var | None = None    # the parameter, for a whole argument
 
+    def leaves(self, path: tuple = ()) -> list[tuple[tuple, Any]]:
+        """``(path, Var)`` for every leaf, in a fixed order."""
+        out = []
+        for key, child in self.children.items():
+            out += child.leaves(path + (key,)) if isinstance(child, Tree) else [
+                (path + (key,), child)]
+        return out
+
+    def with_leaves(self, values: dict) -> Tree:
+        """The same structure holding ``values[path]`` at each leaf (a block's parameters)."""
+        def build(tree: Tree, path: tuple) -> Tree:
+            return Tree(tree.kind, {k: build(c, path + (k,)) if isinstance(c, Tree)
+                                    else values[path + (k,)] for k, c in tree.children.items()})
+        return build(self, ())
+
+    def literal(self) -> ast.expr:
+        """The tree written out from its leaves (when no parameter holds it whole)."""
+        items = [c.literal() if isinstance(c, Tree) else ast.Name(c.name, ast.Load())
+                 for c in self.children.values()]
+        if self.kind == "dict":
+            return ast.Dict([ast.Constant(k) for k in self.children], items)
+        return ast.List(items, ast.Load()) if self.kind is list else ast.Tuple(items, ast.Load())
+
 
 class Expressions:
     """The lowering of expressions (mixed into the Lowerer)."""
@@ -247,6 +270,10 @@ class Expressions:
                     uses.extend(v.name for v in value.items if isinstance(v, Var))
                     return ast.Tuple(items, ast.Load())
                 if isinstance(value, Tree):       # len(xs) of a pytree argument
+                    if value.root is None:
+                        uses.extend(v.name for _, v in value.leaves())
+                        return ast.copy_location(value.literal(), n)
+                    uses.append(value.root.name)
                     return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
                 lowerer.note_global(n.id)
                 return n

@@ -47,6 +47,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         self.inline: set[str] = set()
         self.lists: set[str] = set()          # names of Python lists built at run time
         self.list_names: set[str] = set()     # parameters (user names) that are such lists
+        self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
         self.param_lists: set[str] = set()
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
         self.in_block = False                 # lowering a branch or loop body
@@ -91,6 +92,8 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             if a.arg in self.list_names:
                 self.lists.add(name)
                 self.param_lists.add(name)
+        for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
+            self.scope[user] = tree.with_leaves({path: self.scope[arg] for path, arg in leaves})
         for position, structure in self.trees.items():
             user = args.args[position].arg
             kind = getattr(structure[0], "__name__", structure[0])

@@ -296,3 +296,38 @@ def test_second_derivative_through_a_compiled_loop():
     (h,) = srcgrad.autograd.grad(g.sum(), x)
     expected = numerical_grad(lambda v: float(np.sum(first(v))), [a.copy()], 0)
     np.testing.assert_allclose(h.numpy(), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_a_dict_of_parameters_read_in_loops_and_branches():
+    fn = define("""
+        def f(params, xs):
+            h = np.zeros(params["w"].shape[0])
+            for t in range(len(xs)):
+                h = np.tanh(params["w"] @ h + params["u"] * xs[t])
+                if np.sum(h) > 0.0:
+                    h = h * params["layers"][t % len(params["layers"])]
+            return np.sum(h ** 2) + np.sum(params["layers"][0])
+        """, {"np": np})
+    rng = np.random.default_rng(5)
+    params = {"w": rng.normal(size=(3, 3)) * 0.5, "u": rng.normal(size=3),
+              "layers": [rng.uniform(0.5, 1.5, 3), rng.uniform(0.5, 1.5, 3)]}
+    xs = rng.normal(size=4)
+    got = srcgrad.grad(fn, strict=True)(params, xs)
+    from srcgrad.fallback import eager_transform
+    eager = eager_transform(fn, "grad", [params, xs], (0,), True)
+
+    def leaf_fd(get, put):
+        def f(v):
+            p = {"w": params["w"].copy(), "u": params["u"].copy(),
+                 "layers": [a.copy() for a in params["layers"]]}
+            put(p, v)
+            return float(fn(p, xs))
+        return numerical_grad(f, [get(params).copy()], 0)
+
+    for get, put, g, e in [
+            (lambda p: p["w"], lambda p, v: p.__setitem__("w", v), got["w"], eager["w"]),
+            (lambda p: p["u"], lambda p, v: p.__setitem__("u", v), got["u"], eager["u"]),
+            (lambda p: p["layers"][1], lambda p, v: p["layers"].__setitem__(1, v),
+             got["layers"][1], eager["layers"][1])]:
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(g, leaf_fd(get, put), rtol=1e-6, atol=1e-8)

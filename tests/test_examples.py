@@ -25,3 +25,9 @@ def test_classifier_loss_falls():
 def test_quickstart_runs(capsys):
     runpy.run_path(str(EXAMPLES / "quickstart.py"), run_name="quickstart")
     assert "def loss_grad" in capsys.readouterr().out
+
+
+def test_sequence_model_learns_through_lists():
+    import sequence_model
+    losses = sequence_model.train(steps=60, verbose=False)
+    assert losses[-1] < losses[0] / 5
