@@ -50,9 +50,9 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     n = st.params["carried"]
     active = st.target in em.active
     body_ir.nondiff |= {p for k, (p, a) in enumerate(zip(body_ir.params[1:], st.args))
-                        if not (em._wants(a) or (k < n and active))}
+                        if not (k < n and active) and not _flows(em, body_ir, p, a)}
     body_ir.accumulates = [p for p, a in zip(body_ir.params[1 + n:], st.args[n:])
-                           if em._wants(a)]
+                           if _flows(em, body_ir, p, a)]
     counter = em.fresh(st.params["counter"])
     carried = [em.operand(a) for a in st.args[:n]]
     consts = [em.operand(a) for a in st.args[n:]]
@@ -91,6 +91,12 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     return out
 
 
+def _flows(em: Any, ir: Any, param: str, arg: Any) -> bool:
+    """Whether a gradient flows back through this block input: the argument has an adjoint
+    and the parameter reaches the block's result."""
+    return em._wants(arg) and (ir.differentiable is None or param in ir.differentiable)
+
+
 def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     """Call the iterations' closures in reverse, passing the carried cotangents from one to
     the next.  The gradients of what the body only reads are accumulated in place: each
@@ -101,7 +107,9 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     emitted: list[ast.stmt] = []
     d_state = em.fresh(f"d_{st.target}")
     emitted.append(assign(d_state, g))
-    consts = [(i, a) for i, a in enumerate(st.args[n:], start=n) if em._wants(a)]
+    body_ir = st.fn[0]
+    consts = [(i, a) for i, a in enumerate(st.args[n:], start=n)
+              if _flows(em, body_ir, body_ir.params[1 + i], a)]
     ours = {i: em.running_total(a.name) for i, a in consts}   # a total of an outer loop
     ours = {i: d.id for i, d in ours.items() if d is not None}
     totals = {i: ours.get(i) or em.fresh(f"d_{a.name}_sum") for i, a in consts}

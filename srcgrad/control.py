@@ -14,7 +14,7 @@ import ast
 import copy
 from typing import Any
 
-from srcgrad.expressions import Tree
+from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.jumps import Jumps
 from srcgrad.scopes import assigned, exposed, read
@@ -29,7 +29,8 @@ class ControlFlow(Jumps):
         return self._live[-1] if self._live else set()
 
     def block_function(self, body: list[ast.stmt], params: list[str], outputs: list[str],
-                       label: str, node: ast.AST, rebuild: dict | None = None) -> Any:
+                       label: str, node: ast.AST, rebuild: dict | None = None,
+                       values: list | None = None) -> Any:
         """Lower ``body`` as ``def label(*params): body; return tuple(outputs)``."""
         from srcgrad.frontend import Source
         from srcgrad.lower import Lowerer
@@ -48,7 +49,8 @@ class ControlFlow(Jumps):
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
         child.in_block = True
-        child.list_names = {p for p in params if self.is_list(self.scope.get(p))}
+        child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
+            p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
         ir = child.lower_function()
         ir.name = label
@@ -69,14 +71,18 @@ class ControlFlow(Jumps):
                                  "srcgrad compiles reading it there", node)
         return [self.materialize(self.scope[n], n) for n in names]
 
-    def expand_inputs(self, names: list[str]) -> tuple[list[str], list, dict]:
+    def expand_inputs(self, names: list[str], sequences_as_lists: bool = False
+                      ) -> tuple[list[str], list, dict]:
         """Block parameters and the values bound to them; a pytree argument is passed leaf by
-        leaf (``params_w``, ``params_b`` …) and rebuilt inside the block."""
+        leaf (``params_w``, ``params_b`` …) and rebuilt inside the block.  What a loop only
+        reads may be indexed by the counter: its tuples are passed as lists."""
         params: list[str] = []
         values: list = []
         rebuild: dict[str, tuple] = {}
         for n in names:
             value = self.scope[n]
+            if sequences_as_lists and isinstance(value, Pack) and not self.is_static(value):
+                value = Pack(value.items, is_list=True)
             if not isinstance(value, Tree):
                 params.append(n)
                 values.append(self.materialize(value, n))
@@ -162,7 +168,28 @@ class ControlFlow(Jumps):
         return self.scope.pop(name)
 
     # ------------------------------------------------------------------------------ for
+    def hoist_iterable(self, node: ast.expr) -> ast.expr:
+        """The iterable evaluated once, before the loop, as Python does: anything but a name
+        or ``range``/``enumerate``/``zip``/``reversed`` of such is bound to a temporary."""
+        if isinstance(node, ast.Name):
+            return node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("range", "enumerate", "zip", "reversed") and not node.keywords:
+            if node.func.id == "range":
+                return node
+            new = copy.copy(node)
+            new.args = [self.hoist_iterable(a) for a in node.args]
+            return new
+        name = self.fresh_internal("sequence")
+        bind = ast.Assign([ast.Name(name, ast.Store())], node)
+        for n in ast.walk(bind):
+            ast.copy_location(n, node)
+        self.statement(bind)
+        return ast.copy_location(ast.Name(name, ast.Load()), node)
+
     def for_statement(self, s: ast.For) -> None:
+        s = copy.copy(s)
+        s.iter = self.hoist_iterable(s.iter)
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
                   and len(s.iter.args) == 1      # and the variable is not read after the loop
@@ -190,10 +217,11 @@ class ControlFlow(Jumps):
         consts = [n for n in self.inputs_of([body] + ([[test]] if test is not None else []),
                                             set()) if n not in carried and n != counter]
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
-        const_params, const_values, rebuild = self.expand_inputs(consts)
+        const_params, const_values, rebuild = self.expand_inputs(consts, True)
         params = [counter, *carried, *const_params]
         outputs = carried + ([stop] if stop else [])
-        body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild)
+        body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild,
+                                      [None] * (1 + len(carried)) + const_values)
         body_ir.nondiff |= {counter}
         cond_ir = None
         if test is not None:

@@ -74,13 +74,12 @@ def _block_inputs(st) -> set[int]:
 
 
 def _differentiable_params(ir: Function) -> set[str]:
-    """A block's parameters with a differentiable path to its result (cached on the block)."""
-    found = getattr(ir, "_differentiable_params", None)
-    if found is None:
+    """A block's parameters with a differentiable path to its result (kept on the block as
+    ``ir.differentiable``, which the emitter reads too)."""
+    if ir.differentiable is None:
         g = build_graph(ir, [p for p in ir.params if p not in ir.nondiff], check=False)
-        found = {p for p in ir.params if g.nodes[p]["active"]}
-        ir._differentiable_params = found
-    return found
+        ir.differentiable = {p for p in ir.params if g.nodes[p]["active"]}
+    return ir.differentiable
 
 
 def active_names(g: nx.DiGraph) -> set[str]:

@@ -85,6 +85,7 @@ class Function:
     lists: set[str] = field(default_factory=set)         # names holding run-time lists
     mutates: set[str] = field(default_factory=set)       # parameters changed in place
     accumulates: list[str] = field(default_factory=list)  # loop body: totals handed in
+    differentiable: set[str] | None = None   # block: parameters that reach the result
 
     def outputs(self) -> list[str | None]:
         """The names a tuple result is packed from (a block returns a pack of its outputs)."""

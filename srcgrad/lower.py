@@ -235,9 +235,10 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                 for other in self.body:
                     _substitute(other, var.name, new)
                 st.target = new
-                if var.name in self.static:
-                    self.static.discard(var.name)
-                    self.static.add(new)
+                for kind in (self.static, self.lists):      # what the value is goes along
+                    if var.name in kind:
+                        kind.discard(var.name)
+                        kind.add(new)
                 self.source_names[new] = user_name
                 return Var(new)
         return var

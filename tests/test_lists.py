@@ -127,6 +127,16 @@ CASES = {
                 acc = acc + row * 0.1
             return np.sum(acc)
         """, [(3,), 4], [[(3,), 1]]),
+    "a named slice of a list, and a comprehension over one": ("""
+        def f(x, n):
+            hs = [x]
+            for k in range(n):
+                hs.append(np.sin(hs[-1]) + x)
+            tail = hs[1:]
+            first = tail[0]
+            scaled = [h * (i + 1.0) for i, h in enumerate(hs[1:])]
+            return np.sum(np.stack(tail)) + np.sum(first ** 2) + np.sum(np.stack(scaled))
+        """, [(3,), 3], []),
     "python floats in a list": ("""
         def f(s, n):
             values = [s]
