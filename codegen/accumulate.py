@@ -17,15 +17,12 @@ import numpy as np
 
 from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import Sym, assign, numpy_path, to_expr
+from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var
 
 __all__ = ["Accumulation"]
 
 _FRESH_HELPERS = frozenset({"unindex", "index_put"})     # each returns a new array
-
-
-def _name(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
 
 
 class Accumulation:

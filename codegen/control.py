@@ -13,13 +13,10 @@ from typing import Any
 
 from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import assign
+from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Stmt, Var
 
 __all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
-
-
-def _name(name: str, store: bool = False) -> ast.Name:
-    return ast.Name(name, ast.Store() if store else ast.Load())
 
 
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:

@@ -14,15 +14,12 @@ import ast
 from typing import Any
 
 from srcgrad.codegen import support
-from srcgrad.codegen.symbolic import assign, subscript_expr, to_expr
-from srcgrad.ir import Const, Stmt, Var
+from srcgrad.codegen.symbolic import assign, index_expr, to_expr
+from srcgrad.codegen.symbolic import name_expr as _name
+from srcgrad.ir import Stmt, Var
 
 __all__ = ["primal_append", "primal_listget", "adjoint_append", "adjoint_listget",
            "item_gradient", "add_lists", "zero_list", "finish"]
-
-
-def _name(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
 
 
 def _call(em: Any, helper: str, args: list[ast.expr]) -> ast.Call:
@@ -46,16 +43,8 @@ def primal_append(em: Any, st: Stmt) -> list[ast.stmt]:
 
 
 def primal_listget(em: Any, st: Stmt) -> ast.stmt:
-    return assign(st.target, ast.Subscript(em.operand(st.args[0]), _index(st.params["index"]),
+    return assign(st.target, ast.Subscript(em.operand(st.args[0]), index_expr(st.params["index"]),
                                            ast.Load()))
-
-
-def _index(index: Any) -> ast.expr:
-    if isinstance(index, Var):
-        return _name(index.name)
-    if isinstance(index, Const):
-        return ast.Constant(index.value)
-    return subscript_expr(index)
 
 
 # -------------------------------------------------------------------------------- adjoint

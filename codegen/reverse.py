@@ -24,9 +24,12 @@ from srcgrad.codegen.symbolic import (
     SymbolicError,
     Tracer,
     assign,
+    index_expr,
     numpy_path,
-    subscript_expr,
     to_expr,
+)
+from srcgrad.codegen.symbolic import (
+    name_expr as _name,
 )
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.lowering_tables import const_expr
@@ -51,10 +54,6 @@ _NUMPY_OF.update(PRINTED_AS)
 
 def comment(text: str) -> ast.stmt:
     return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
-
-
-def _name(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
 
 
 class Emitter(Accumulation):
@@ -153,8 +152,7 @@ class Emitter(Accumulation):
             return ast.UnaryOp(ast.USub(), args[0])
         if name == "getitem":
             index = st.params["index"]
-            return ast.Subscript(args[0], const_expr(index) if isinstance(index, Const)
-                                 else _index(index), ast.Load())
+            return ast.Subscript(args[0], index_expr(index), ast.Load())
         if name == "cast":
             return ast.Call(ast.Attribute(args[0], "astype", ast.Load()),
                             [to_expr(st.params["dtype"])], [])
@@ -391,11 +389,6 @@ class Emitter(Accumulation):
             return ast.Dict([ast.Constant(k) for k in items], list(items.values()))
         node = ast.List(list(items.values()), ast.Load())
         return node if tree.kind is list else ast.Tuple(node.elts, ast.Load())
-
-
-def _index(index: Any) -> ast.expr:
-    """An index for printing inside ``x[...]``: ``slice(a, b)`` written as ``a:b``."""
-    return _name(index.name) if isinstance(index, Var) else subscript_expr(index)
 
 
 def _short(filename: str) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.lowering_tables import value_expr
+from srcgrad.ir import Const, Var
+from srcgrad.lowering_tables import const_expr, value_expr
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
            "helper_sources", "numpy_path"]
@@ -59,6 +60,21 @@ def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
     for p in parts[1:]:
         node = ast.Attribute(node, p, ast.Load())
     return ast.Attribute(node, func.__name__, ast.Load())
+
+
+def name_expr(name: str, store: bool = False) -> ast.Name:
+    """The variable ``name``, read (or assigned, with ``store``)."""
+    return ast.Name(name, ast.Store() if store else ast.Load())
+
+
+def index_expr(index: Any) -> ast.expr:
+    """An index of the IR for printing inside ``x[...]``: a run-time value (a Var) by its
+    name, a named constant as its expression, slices written ``a:b``."""
+    if isinstance(index, Var):
+        return name_expr(index.name)
+    if isinstance(index, Const):
+        return const_expr(index)
+    return subscript_expr(index)
 
 
 def to_expr(value: Any) -> ast.expr:
