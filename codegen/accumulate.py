@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen import lists, support
+from srcgrad.codegen import lists
 from srcgrad.codegen.symbolic import Sym, assign, numpy_path, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var
+from srcgrad.runtime import rules
 
 __all__ = ["Accumulation"]
 
@@ -194,8 +195,9 @@ class Accumulation:
         return isinstance(made, (ast.BinOp, ast.UnaryOp)) or _calls(made, *_FRESH_HELPERS)
 
     def _scatter(self, name: str, value: ast.expr, stmts: list[ast.stmt]) -> ast.stmt | None:
-        """``name += unindex(g, index=i, shape=s)`` as ``scatter_add(name, i, g)``: the
-        gradient of a read ``x[i]`` added where it belongs, not through a full array."""
+        """``name += unindex(g, index=i, shape=s)`` as ``name = scatter_add(name, i, g)``
+        (``unindex`` is ``scatter_add`` into zeros): the gradient of a read ``x[i]`` added
+        where it belongs, not through a full array."""
         made = self._definition(value)
         if not (_calls(made, "unindex") and len(made.args) == 1):
             return None
@@ -205,8 +207,8 @@ class Accumulation:
         if isinstance(value, ast.Name) and value.id in self.tracer.temps:
             stmts[:] = [s for s in stmts if not (isinstance(s, ast.Assign) and isinstance(
                 s.targets[0], ast.Name) and s.targets[0].id == value.id)]
-        scatter = self.tracer.use_helper("scatter_add", support.scatter_add)
-        return ast.Expr(ast.Call(scatter, [_name(name), index, made.args[0]], []))
+        scatter = self.tracer.use_helper("scatter_add", rules.scatter_add)
+        return assign(name, ast.Call(scatter, [_name(name), index, made.args[0]], []))
 
 
 def _calls(node: Any, *names: str) -> bool:

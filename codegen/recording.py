@@ -27,13 +27,16 @@ def _match_input(g: Any, x: Any) -> Any:
 
 def _zero_gradient(x: Any) -> Any:
     """Zeros where a sum starts (a loop's totals); None where nothing flows (ints)."""
-    if isinstance(x, list):
-        return [None] * len(x)
     if isinstance(x, float):
         return 0.0
     if isinstance(x, Tensor) and x._data.dtype.kind in "fc":
         return Tensor._make(rules.np.zeros_like(x._data))
     return None
+
+
+def _scatter_add(out: Any, index: Any, g: Any) -> Any:
+    """``scatter_add`` out of place: recorded Tensors are not changed in place."""
+    return out + rules.unindex(g, index=index, shape=out.shape)
 
 
 def _runtime_helpers() -> dict[str, Any]:
@@ -43,7 +46,7 @@ def _runtime_helpers() -> dict[str, Any]:
         if hasattr(value, "helper_source"):
             table[name] = value
     table.update(unbroadcast=_unbroadcast, match_input=_match_input,
-                 zero_gradient=_zero_gradient)
+                 zero_gradient=_zero_gradient, scatter_add=_scatter_add)
     return table
 
 

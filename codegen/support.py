@@ -27,16 +27,6 @@ def zero_gradient(x):
     return None
 
 
-def scatter_add(out, index, g):
-    """``out[index] += g`` in place, repeated indices adding up: the gradient of a read."""
-    keys = index if isinstance(index, tuple) else (index,)
-    if any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" or isinstance(k, list)
-           for k in keys):
-        np.add.at(out, index, g)
-    else:
-        out[index] += g
-
-
 # A list's gradient is a list with one entry per element; ``None`` stands for a zero entry, so
 # that a list of zeros costs one pointer an element.  Appending pops its element's gradient.
 

@@ -146,8 +146,7 @@ def _array_view(t: Tensor, cls: type) -> Tensor:
 
 
 def _without_inplace(source: str) -> str:
-    """``d += c`` as ``d = d + c`` and ``scatter_add(d, i, g)`` as ``d = d + unindex(g, …)``:
-    recorded Tensors must not be changed in place."""
+    """``d += c`` as ``d = d + c``: recorded Tensors must not be changed in place."""
     import ast
 
     class Rewrite(ast.NodeTransformer):
@@ -157,18 +156,6 @@ def _without_inplace(source: str) -> str:
             target = ast.Name(node.target.id, ast.Store())
             value = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
             return ast.copy_location(ast.Assign([target], value), node)
-
-        def visit_Expr(self, node: ast.Expr) -> ast.AST:
-            call = node.value
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                    and call.func.id == "scatter_add"):
-                return node
-            out, index, g = call.args
-            spread = ast.Call(ast.Name("unindex", ast.Load()), [g], [
-                ast.keyword("index", index),
-                ast.keyword("shape", ast.Attribute(out, "shape", ast.Load()))])
-            value = ast.BinOp(ast.Name(out.id, ast.Load()), ast.Add(), spread)
-            return ast.copy_location(ast.Assign([ast.Name(out.id, ast.Store())], value), node)
     return ast.unparse(ast.fix_missing_locations(Rewrite().visit(ast.parse(source))))
 
 

@@ -55,17 +55,22 @@ def unreduce(g, *, shape, axis=None, keepdims=False):
     return np.broadcast_to(g, shape)
 
 
-@primitive(dtype_rule="same")
-def unindex(g, *, index, shape):
-    """The adjoint of ``x[index]``: ``g`` placed into zeros of ``shape`` (repeats add up)."""
-    out = np.zeros_like(g, shape=shape)
+@helper
+def scatter_add(out, index, g):
+    """``out[index] += g`` in place, repeated indices adding up; returns ``out``."""
     keys = index if isinstance(index, tuple) else (index,)
     if any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" or isinstance(k, list)
            for k in keys):
         np.add.at(out, index, g)
     else:
-        out[index] = g
+        out[index] += g
     return out
+
+
+@primitive(dtype_rule="same")
+def unindex(g, *, index, shape):
+    """The adjoint of ``x[index]``: ``g`` placed into zeros of ``shape`` (repeats add up)."""
+    return scatter_add(np.zeros_like(g, shape=shape), index, g)
 
 
 @primitive(nin=2)

@@ -37,12 +37,13 @@ def match_input(g, x):
 
 
 def scatter_add(out, index, g):
-    """``out[index] += g`` in place, repeated indices adding up: the gradient of a read."""
+    """``out[index] += g`` in place, repeated indices adding up; returns ``out``."""
     keys = index if isinstance(index, tuple) else (index,)
     if any((getattr(k, 'dtype', None) is not None and k.dtype.kind in 'iu' or isinstance(k, list) for k in keys)):
         np.add.at(out, index, g)
     else:
         out[index] += g
+    return out
 
 
 def unbroadcast(x, shape):
@@ -57,13 +58,7 @@ def unbroadcast(x, shape):
 
 def unindex(g, *, index, shape):
     """The adjoint of ``x[index]``: ``g`` placed into zeros of ``shape`` (repeats add up)."""
-    out = np.zeros_like(g, shape=shape)
-    keys = index if isinstance(index, tuple) else (index,)
-    if any((getattr(k, 'dtype', None) is not None and k.dtype.kind in 'iu' or isinstance(k, list) for k in keys)):
-        np.add.at(out, index, g)
-    else:
-        out[index] = g
-    return out
+    return scatter_add(np.zeros_like(g, shape=shape), index, g)
 
 
 def zero_gradient(x):
@@ -118,10 +113,10 @@ def prefix_sums_if_42_then_vjp(decay, i, x, y):
         d_plus = unbroadcast(getitem(d_y_1, index=index_2), plus_shape)
         d_y_at_times_decay = unbroadcast(d_plus, y_at_times_decay_shape)
         d_x_at = unbroadcast(d_plus, x_at_shape)
-        scatter_add(d_x, index_1, d_x_at)
+        d_x = scatter_add(d_x, index_1, d_x_at)
         d_y_at = unbroadcast(d_y_at_times_decay * decay, np.shape(y_at))
         d_decay += unbroadcast(d_y_at_times_decay * y_at, np.shape(decay))
-        scatter_add(d_y, index, d_y_at)
+        d_y = scatter_add(d_y, index, d_y_at)
         return (match_input(d_decay, decay), None, match_input(d_x, x), match_input(d_y, y))
     return (out, prefix_sums_if_42_then_backward)
 
