@@ -17,6 +17,7 @@ from typing import Any
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.jumps import Jumps
+from srcgrad.lists import held
 from srcgrad.scopes import assigned, exposed, read
 
 __all__ = ["ControlFlow"]
@@ -48,7 +49,6 @@ class ControlFlow(Jumps):
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
-        child.in_block = True
         child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
             p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
@@ -334,12 +334,8 @@ def _stored_and_written(ir: Any, name: str) -> bool:
         if st.kind == "prim" and st.fn.name == "index_put" and st.args[0].name in versions:
             versions.add(st.target)
     result = ir.result.name if isinstance(ir.result, Var) else None
-    for st in ir.body:
-        held = st.args if st.kind == "pack" and st.target != result else \
-            st.args[1:] if st.kind == "append" else ()
-        if any(isinstance(a, Var) and a.name in versions for a in held):
-            return True
-    return False
+    return any(isinstance(a, Var) and a.name in versions
+               for st in ir.body if st.target != result for a in held(st))
 
 
 def _range_args(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:

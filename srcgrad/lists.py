@@ -24,7 +24,15 @@ from srcgrad.expressions import Pack
 from srcgrad.ir import Const, Stmt, Var
 from srcgrad.runtime.rules.lists import concatenate_list, stack_list, sum_list
 
-__all__ = ["Lists", "is_append"]
+__all__ = ["Lists", "held", "is_append"]
+
+
+def held(st: Stmt) -> list:
+    """What a statement puts into a list or tuple built at run time (a pack's items, the
+    appended value)."""
+    if st.kind == "pack":
+        return st.args
+    return st.args[1:] if st.kind == "append" else []
 
 
 def is_append(node: ast.AST) -> bool:
@@ -49,8 +57,7 @@ class Lists:
         """``old`` was changed in place: later reads of it would diverge from Python, and so
         would a list or tuple built at run time that holds it."""
         for st in self.body:
-            held = st.args if st.kind == "pack" else st.args[1:] if st.kind == "append" else ()
-            if any(isinstance(a, Var) and a.name == old.name for a in held):
+            if any(isinstance(a, Var) and a.name == old.name for a in held(st)):
                 user = self.source_names.get(old.name, old.name)
                 raise self.error(
                     f"{user!r} is changed in place after it was put in a list or tuple (line "
@@ -88,10 +95,6 @@ class Lists:
         if isinstance(lst, Pack):
             lst.items.append(value)                  # every name of this literal sees it
             return
-        if lst.name in self.param_lists and not self.in_block:
-            raise self.error(f"{self.src.name}() appends to its argument {name!r}; srcgrad "
-                             "compiles appends to lists the function makes (return the list)",
-                             call)
         target = self.fresh(name)
         self.source_names[target] = name
         self.emit(Stmt(target, "append", args=[lst, value]))
@@ -147,7 +150,6 @@ class Lists:
         self._live.append(self.live_after() | {name})
         try:
             self.statement(start)
-            self.scope[name] = self.materialize(self.scope[name], name)
             self.statement(body[0])
         finally:
             self._live.pop()

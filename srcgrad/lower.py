@@ -48,9 +48,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         self.lists: set[str] = set()          # names of Python lists built at run time
         self.list_names: set[str] = set()     # parameters (user names) that are such lists
         self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
-        self.param_lists: set[str] = set()
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
-        self.in_block = False                 # lowering a branch or loop body
         self.line = src.node.lineno
         self.text = ""
 
@@ -91,7 +89,6 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             params.append(name)
             if a.arg in self.list_names:
                 self.lists.add(name)
-                self.param_lists.add(name)
         for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
             self.scope[user] = tree.with_leaves({path: self.scope[arg] for path, arg in leaves})
         for position, structure in self.trees.items():
