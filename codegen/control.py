@@ -2,8 +2,9 @@
 
 A branch calls the vjp of the block that runs and keeps its backward closure; its adjoint
 calls that closure.  A loop keeps one closure per iteration in a list (the tape) and its
-adjoint calls them in reverse, passing the carried cotangents from one to the next and
-summing the cotangents of the values the body only reads.
+adjoint calls them in reverse, passing the carried cotangents from one to the next; each
+closure adds the gradients of what the body only reads into running totals it is handed
+(and hands them on to the branches and loops inside it).
 """
 
 from __future__ import annotations
