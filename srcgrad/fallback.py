@@ -71,15 +71,15 @@ def _gradients(out: Any, leaves: dict, seed: Any) -> dict:
     return result
 
 
-def _outputs_and_seeds(out: Any, seed: Any) -> tuple[list, list | None]:
-    """The Tensors that require grad among the outputs, and their cotangents (None: 1)."""
-    if isinstance(out, Tensor):
-        return ([out], None if seed is None else [seed]) if out.requires_grad else ([], None)
-    flat, _ = pytree.flatten(out)
-    cotangents = pytree.flatten(seed)[0] if seed is not None else [None] * len(flat)
-    pairs = [(o, Tensor._make(np.asarray(c)))
-             for o, c in zip(flat, cotangents) if isinstance(o, Tensor) and o.requires_grad]
-    return [o for o, _ in pairs], [c for _, c in pairs]
+def _outputs_and_seeds(out: Any, cotangent: Any) -> tuple[list, list | None]:
+    """The outputs (a Tensor, or a pytree of them) that require grad, and their cotangents
+    (None: the scalar output's own ones)."""
+    flat = pytree.flatten(out)[0]
+    keep = [k for k, o in enumerate(flat) if isinstance(o, Tensor) and o.requires_grad]
+    if cotangent is None:
+        return [flat[k] for k in keep], None
+    cotangents = pytree.flatten(cotangent)[0]
+    return [flat[k] for k in keep], [Tensor._make(np.asarray(cotangents[k])) for k in keep]
 
 
 def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool) -> Any:
@@ -89,9 +89,7 @@ def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool)
         out = fun(*args)
     if kind == "vjp":
         def vjp_fn(cotangent: Any) -> tuple:
-            seed = Tensor._make(np.asarray(cotangent)) if isinstance(out, Tensor) else \
-                cotangent
-            grads = _gradients(out, leaves, seed)
+            grads = _gradients(out, leaves, cotangent)
             return tuple(grads[i] if pytree.differentiable(values[i]) or not pytree.is_leaf(
                 values[i]) else None for i in range(len(values)))
         return _value(out), vjp_fn
