@@ -167,8 +167,6 @@ class Emitter(Accumulation):
             return ast.Call(numpy_path(np.einsum, self.namespace),
                             [ast.Constant(st.params["subscripts"]), *args], [])
         numpy_fun = _NUMPY_OF.get(prim)
-        if numpy_fun is sum:
-            return ast.Call(_name("sum"), args, kwargs)
         if numpy_fun is not None:
             return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
                             args, kwargs)

@@ -48,6 +48,8 @@ def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
     The namespace ``"math"`` (code specialised for Python floats) prints ``math.sin`` where
     the ``math`` module has the function, and NumPy's otherwise.
     """
+    if getattr(func, "__module__", None) == "builtins":
+        return ast.Name(func.__name__, ast.Load())        # sum(xs) of a list is Python's
     if namespace == "math":
         if func in MATH_NAMES:
             return ast.Attribute(ast.Name("math", ast.Load()), MATH_NAMES[func], ast.Load())
