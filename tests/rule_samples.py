@@ -43,6 +43,11 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "overwrite": ([r(2, 3), r(3)], {}),
     "to_device": ([r(3)], {"device": "cpu", "source": "cpu"}),
     "item": ([r(1, 1)], {}),
+    # constructors carrying a value (runtime/rules/constructors.py)
+    "to_float": ([np.array(0.37)], {}), "cast_to": ([r(3)], {"dtype": np.float64}),
+    "to_scalar": ([r(3)], {"dtype": np.float64}),
+    "full_of": ([r(3)], {"shape": (2, 3)}),
+    "linspace_of": ([r(3), r(2, 1)], {"num": 4, "endpoint": True, "axis": -1}),
     # unary
     "negative": ([r(3, 2)], {}), "positive": ([r(3)], {}), "exp": ([r(3, 2)], {}),
     "exp2": ([r(4)], {}), "expm1": ([r(4)], {}), "log": ([pos(3, 2)], {}), "log2": ([pos(4)], {}),
@@ -111,8 +116,136 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "addmm": ([r(4), r(2, 3), r(3, 4)], {}),
 }
 
+# Products, diagonals, norms and factorizations (own generator: the samples above keep theirs).
+_la = np.random.default_rng(4321)
+
+
+def _m(*shape):
+    return _la.uniform(-1.0, 1.0, shape)
+
+
+def _spd(n, batch=()):
+    """A matrix whose lower triangle (all cholesky and eigh read) is far from singular."""
+    return _m(*batch, n, n) * 0.3 + 2.0 * np.eye(n)
+
+
+SAMPLES.update({
+    "inner": ([_m(2, 3), _m(4, 3)], {}), "vdot": ([_m(2, 3), _m(3, 2)], {}),
+    "kron": ([_m(2, 3), _m(3, 2)], {}), "cross": ([_m(4, 3), _m(3)], {}),
+    "convolve": ([_m(5), _m(3)], {"mode": "same"}),
+    "correlate": ([_m(3), _m(6)], {"mode": "full"}),
+    "polyval": ([_m(4), _m(3)], {}),
+    "diagonal": ([_m(3, 2, 4)], {"offset": 1, "axis1": 2, "axis2": 0}),
+    "diag": ([_m(3, 4)], {"k": -1}), "diagflat": ([_m(2, 2)], {"k": 1}),
+    "cholesky": ([_spd(3)], {}), "eigh_values": ([_m(2, 3, 3)], {"UPLO": "U"}),
+    "eigh_vectors": ([_m(3, 3)], {}), "svd_u": ([_m(4, 3)], {}), "svd_s": ([_m(2, 3, 4)], {}),
+    "svd_vh": ([_m(3, 4)], {}), "qr_q": ([_m(4, 3)], {}), "qr_r": ([_m(3, 4)], {}),
+    "slogdet_logabsdet": ([_m(2, 3, 3)], {}), "pinv": ([_m(4, 3)], {}),
+    "lstsq_solution": ([_m(5, 3), _m(5, 2)], {"rcond": None}),
+    "lstsq_residuals": ([_m(5, 3), _m(5)], {}), "lstsq_sv": ([_m(5, 3), _m(5)], {}),
+    "matrix_power": ([_m(3, 3)], {"n": 3}),
+    "multi_dot": ([_m(3), _m(3, 4), _m(4, 2)], {}),
+    "eigvalsh": ([_m(3, 3)], {"UPLO": "L"}), "svdvals": ([_m(2, 4, 3)], {}),
+    "linalg_matmul": ([_m(2, 3, 4), _m(4, 2)], {}),
+    "linalg_tensordot": ([_m(2, 3), _m(3, 4)], {"axes": 1}),
+    "linalg_outer": ([_m(3), _m(2)], {}), "linalg_vecdot": ([_m(2, 3), _m(3)], {"axis": -1}),
+    "linalg_cross": ([_m(2, 3), _m(3)], {}), "linalg_trace": ([_m(2, 3, 4)], {"offset": 1}),
+    "linalg_diagonal": ([_m(2, 3, 4)], {"offset": -1}),
+    "linalg_matrix_transpose": ([_m(2, 3, 4)], {}),
+    "linalg_matrix_norm": ([_m(2, 3, 4)], {"ord": "nuc"}),
+    "linalg_vector_norm": ([_m(2, 3, 4)], {"ord": 3, "axis": (0, 2)}),
+    "vecdot": ([_m(2, 3), _m(3)], {}), "matrix_transpose": ([_m(2, 3, 4)], {}),
+})
+
+# Shapes, statistics, sorting, NaN-aware reductions and scipy.special (own generator).
+_cv = np.random.default_rng(2468)
+
+
+def _c(*shape, lo=-1.0, hi=1.0):
+    return _cv.uniform(lo, hi, shape)
+
+
+def _with_nan(*shape):
+    x = _c(*shape)
+    x.reshape(-1)[::5] = np.nan
+    return x
+
+
+SAMPLES.update({
+    "fmax": ([np.array([[0.3, np.nan, -0.2], [0.5, 0.1, 0.8]]),
+              np.array([0.1, 0.4, np.nan])], {}),
+    "fmin": ([np.array([[0.3, np.nan, -0.2], [0.5, 0.1, 0.8]]),
+              np.array([0.1, 0.4, np.nan])], {}),
+    "sinc": ([np.array([0.0, 0.3, -1.4, 2.2])], {}),
+    "nan_to_num": ([np.array([0.3, np.nan, np.inf, -np.inf, -0.7])],
+                   {"nan": 1.5, "posinf": 2.0, "neginf": -3.0}),
+    "ptp": ([_c(3, 4)], {"axis": 1, "keepdims": True}),
+    "cumprod": ([np.array([[0.5, -1.2, 0.0, 2.0], [1.1, 0.7, -0.3, 0.9]])], {"axis": 1}),
+    "nanmax": ([_with_nan(3, 4)], {"axis": 0}), "nanmin": ([_with_nan(3, 4)], {}),
+    "nansum": ([_with_nan(3, 4)], {"axis": 1}),
+    "nanmean": ([_with_nan(3, 4)], {"axis": 0, "keepdims": True}),
+    "nanvar": ([_with_nan(3, 4)], {"axis": 1, "ddof": 1}),
+    "nanstd": ([_with_nan(3, 4)], {"axis": 0}),
+    "nanprod": ([_with_nan(3, 4)], {"axis": 1}),
+    "nancumsum": ([_with_nan(3, 4)], {"axis": 0}),
+    "atleast_1d": ([np.array(0.4)], {}), "atleast_2d": ([_c(3)], {}),
+    "atleast_3d": ([_c(2, 3)], {}),
+    "split_piece": ([_c(3, 7)], {"sections": 3, "axis": 1, "k": 0, "even": False}),
+    "joined": ([_c(3), _c(3), _c(3)], {"how": "column_stack"}),
+    "diff": ([_c(3, 5)], {"n": 2, "axis": 1, "prepend": 0.5}),
+    "pad": ([_c(3, 4)], {"pad_width": ((1, 2), (3, 1)), "mode": "reflect"}),
+    "rot90": ([_c(2, 3, 4)], {"k": 3, "axes": (2, 0)}),
+    "fliplr": ([_c(3, 4)], {}), "flipud": ([_c(3, 4)], {}),
+    "rollaxis": ([_c(2, 3, 4)], {"axis": 2, "start": 1}),
+    "sort": ([_c(3, 4)], {"axis": 0}),
+    "partition": ([_c(3, 5)], {"kth": 2, "axis": 1}),
+    "median": ([_c(3, 6)], {"axis": 1}), "quantile": ([_c(5, 4)], {"q": 0.3, "axis": 0}),
+    "percentile": ([_c(7)], {"q": 40.0}),
+    "take_along_axis": ([_c(3, 4), np.array([[0, 0], [3, 1], [2, 2]])], {"axis": 1}),
+    "scatter_along": ([_c(3, 2), np.array([[0, 0], [3, 1], [2, 2]])],
+                      {"axis": 1, "shape": (3, 4)}),
+    "weighted_average": ([_c(3, 4), _c(4, lo=0.5, hi=2.0)], {"axis": 1}),
+    "cov": ([_c(3, 5)], {"ddof": 0}), "corrcoef": ([_c(5, 3)], {"rowvar": False}),
+    "gradient": ([_c(4, 5)], {"axis": 1, "edge_order": 2}),
+    "vector_gradient": ([_c(6)], {"edge_order": 1}),
+    "erf": ([_c(4)], {}), "erfc": ([_c(4)], {}), "gammaln": ([_c(4, lo=0.5, hi=3.0)], {}),
+    "digamma": ([_c(4, lo=0.5, hi=3.0)], {}),
+    "polygamma": ([_c(4, lo=0.5, hi=3.0)], {"n": 1}),
+    "logit": ([_c(4, lo=0.1, hi=0.9)], {}),
+})
+
+
+def _coverage_torch(t):
+    return {
+        "fmax": t.fmax, "fmin": t.fmin, "sinc": t.sinc,
+        "nan_to_num": lambda x, nan, posinf, neginf: t.nan_to_num(x, nan=nan, posinf=posinf,
+                                                                  neginf=neginf),
+        "ptp": lambda x, axis, keepdims: x.amax(axis, keepdim=keepdims)
+        - x.amin(axis, keepdim=keepdims),
+        "cumprod": lambda x, axis: t.cumprod(x, axis),
+        "nansum": lambda x, axis: t.nansum(x, axis),
+        "nanmean": lambda x, axis, keepdims: t.nanmean(x, axis, keepdim=keepdims),
+        "atleast_1d": t.atleast_1d, "atleast_2d": t.atleast_2d, "atleast_3d": t.atleast_3d,
+        "joined": lambda *xs, how: t.column_stack(xs),
+        "rot90": lambda x, k, axes: t.rot90(x, k, axes), "fliplr": t.fliplr,
+        "flipud": t.flipud, "sort": lambda x, axis: t.sort(x, axis).values,
+        "quantile": lambda a, q, axis: t.quantile(a, q, dim=axis),
+        "percentile": lambda a, q: t.quantile(a, q / 100.0),
+        "take_along_axis": lambda x, indices, axis: t.take_along_dim(
+            x, t.as_tensor(indices), axis),
+        "cov": lambda m, ddof: t.cov(m, correction=ddof),
+        "corrcoef": lambda x, rowvar: t.corrcoef(x.T),
+        "gradient": lambda f, axis, edge_order: t.gradient(f, dim=axis,
+                                                          edge_order=edge_order)[0],
+        "vector_gradient": lambda f, edge_order: t.gradient(f, edge_order=edge_order)[0],
+        "erf": t.special.erf, "erfc": t.special.erfc, "gammaln": t.special.gammaln,
+        "digamma": t.special.digamma, "logit": t.special.logit,
+    }
+
+
 # Rules that use a helper without rules of its own: no second derivative yet.
-NO_SECOND_ORDER = {"prod": "prod_others (the zero-safe product of the others) has no rule"}
+NO_SECOND_ORDER = {"prod": "prod_others (the zero-safe product of the others) has no rule",
+                   "nanprod": "prod_others (the zero-safe product of the others) has no rule"}
 
 
 def _torch_equivalents():
@@ -167,11 +300,19 @@ def _torch_equivalents():
         "nll_loss": lambda x, target, reduction: F.nll_loss(x, t.as_tensor(target),
                                                              reduction=reduction),
         "addmm": t.addmm,
+        "inner": t.inner, "kron": t.kron,
+        "cross": lambda a, b: t.linalg.cross(*t.broadcast_tensors(a, b)),
+        "diagonal": lambda x, offset, axis1, axis2: t.diagonal(x, offset, axis1, axis2),
+        "diag": lambda x, k: t.diag(x, k), "svd_s": t.linalg.svdvals, "pinv": t.linalg.pinv,
+        "matrix_power": lambda x, n: t.linalg.matrix_power(x, n),
+        "slogdet_logabsdet": lambda x: t.linalg.slogdet(x)[1],
+        "multi_dot": lambda *xs: t.linalg.multi_dot(xs),
     }
 
 
 def torch_equivalents():
     try:
-        return _torch_equivalents()
+        import torch
+        return {**_torch_equivalents(), **_coverage_torch(torch)}
     except ImportError:
         return {}

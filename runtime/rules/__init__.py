@@ -12,9 +12,18 @@ Every name is re-exported here: ``rules.getitem``, ``rules.numel`` …
 """
 
 from srcgrad.runtime.rules.arrays import *
+from srcgrad.runtime.rules.constructors import *
 from srcgrad.runtime.rules.core import *
+from srcgrad.runtime.rules.decompositions import *
 from srcgrad.runtime.rules.elementwise import *
 from srcgrad.runtime.rules.linalg import *
 from srcgrad.runtime.rules.lists import *
+from srcgrad.runtime.rules.matrices import *
 from srcgrad.runtime.rules.nn import *
+from srcgrad.runtime.rules.products import *
 from srcgrad.runtime.rules.reductions import *
+from srcgrad.runtime.rules.shapes import *
+from srcgrad.runtime.rules.solvers import *
+from srcgrad.runtime.rules.sorting import *
+from srcgrad.runtime.rules.special import *
+from srcgrad.runtime.rules.statistics import *

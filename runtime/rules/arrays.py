@@ -38,6 +38,14 @@ def repeat_grad(g, shape, repeats, axis=None):
 
 
 @helper
+def negated(shift):
+    """``-shift`` for an int or a tuple of ints (``np.roll``'s shift, undone)."""
+    if isinstance(shift, (tuple, list)):
+        return tuple(-int(s) for s in shift)
+    return -int(shift)
+
+
+@helper
 def take_index(indices, axis, shape):
     """The index ``x[...]`` equivalent to ``np.take(x, indices, axis)``."""
     return np.unravel_index(indices, shape) if axis is None else along(axis, indices)
@@ -59,8 +67,8 @@ defvjp(np.moveaxis, lambda g, ans, x, source, destination: np.moveaxis(g, destin
        nin=1)
 defvjp(np.broadcast_to, lambda g, ans, x, shape: sum_to(g, shape=x.shape), nin=1)
 defvjp(np.flip, lambda g, ans, x, axis=None: np.flip(g, axis=axis), nin=1)
-defvjp(np.roll, lambda g, ans, x, shift, axis=None: np.roll(
-    g, -shift if isinstance(shift, int) else tuple(-s for s in shift), axis=axis), nin=1)
+defvjp(np.roll, lambda g, ans, x, shift, axis=None: np.roll(g, negated(shift), axis=axis),
+       nin=1)
 defvjp(np.tril, lambda g, ans, x, k=0: np.tril(g, k=k), nin=1)
 defvjp(np.triu, lambda g, ans, x, k=0: np.triu(g, k=k), nin=1)
 defvjp(np.tile, lambda g, ans, x, reps: tile_grad(g, x.shape, reps), nin=1)

@@ -73,6 +73,33 @@ def unindex(g, *, index, shape):
     return scatter_add(np.zeros_like(g, shape=shape), index, g)
 
 
+def _no_repeats(index: object) -> bool:
+    """Whether ``index`` (known when the rule runs) selects no element twice: a basic
+    index or one boolean mask."""
+    keys = index if isinstance(index, tuple) else (index,)
+    for k in keys:
+        if isinstance(k, np.ndarray) and k.dtype == bool and len(keys) == 1:
+            continue
+        if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
+            return False
+    return True
+
+
+@helper
+def kept_writes(g, index, shape):
+    """The gradient of ``v`` in ``x[index] = v``: ``g[index]`` where that element of ``v``
+    is the one that stays in ``x`` (NumPy keeps the last of repeated indices), else 0.  The
+    same assignment replayed on positions decides, so it follows whatever NumPy does."""
+    part = g[index]
+    keys = index if isinstance(index, tuple) else (index,)
+    if all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys):
+        return part                                   # a basic index: nothing repeats
+    picks = np.arange(numel(part.shape)).reshape(part.shape)
+    order = np.full(shape, -1)
+    order[index] = picks
+    return np.where(order[index] == picks, part, 0)
+
+
 @primitive(nin=2)
 def index_put(x, v, *, index):
     """``x`` with ``x[index] = v``, as a new array (subscript writes are functional)."""
@@ -126,7 +153,8 @@ defvjp(unreduce, lambda g, ans, x, shape, axis=None, keepdims=False:
 defvjp(sum_to, lambda g, ans, x, shape: np.broadcast_to(g, x.shape))
 defvjp(unindex, lambda g, ans, x, index, shape: getitem(g, index=index))
 defvjp(index_put, lambda g, ans, x, v, index: index_put(g, 0, index=index),
-       lambda g, ans, x, v, index: getitem(g, index=index), broadcasts=True)
+       lambda g, ans, x, v, index: getitem(g, index=index) if _no_repeats(index)
+       else kept_writes(g, index, x.shape), broadcasts=True)
 defvjp(matmul_lhs_grad, lambda g, ans, gy, b, a_shape: np.matmul(g, b),
        lambda g, ans, gy, b, a_shape: matmul_rhs_grad(gy, g, b_shape=b.shape))
 defvjp(matmul_rhs_grad, lambda g, ans, gy, a, b_shape: np.matmul(a, g),

@@ -97,6 +97,13 @@ defvjp(np.maximum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x > y, 
        lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y > x, g, 0)))
 defvjp(np.minimum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x < y, g, 0)),
        lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y < x, g, 0)))
+# fmax/fmin pick the number over a NaN; ties split the gradient as maximum/minimum do.
+defvjp(np.fmax, lambda g, ans, x, y: np.where(x == y, g / 2, np.where((x > y) | np.isnan(y), g, 0)),
+       lambda g, ans, x, y: np.where(
+           x == y, g / 2, np.where((y > x) | (np.isnan(x) & ~np.isnan(y)), g, 0)))
+defvjp(np.fmin, lambda g, ans, x, y: np.where(x == y, g / 2, np.where((x < y) | np.isnan(y), g, 0)),
+       lambda g, ans, x, y: np.where(
+           x == y, g / 2, np.where((y < x) | (np.isnan(x) & ~np.isnan(y)), g, 0)))
 defvjp(np.arctan2, lambda g, ans, y, x: g * x / (x * x + y * y),
        lambda g, ans, y, x: -g * y / (x * x + y * y), dtype_rule="float")
 defvjp(np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans,
@@ -111,6 +118,17 @@ defvjp(np.where, None, lambda g, ans, c, x, y: np.where(c, g, 0),
        lambda g, ans, c, x, y: np.where(c, 0, g), nin=3, broadcasts=True)
 defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None:
        g * clip_mask(x, lo=a_min, hi=a_max), nin=1)
+
+# sinc' = (cos(pi x) - sinc(x)) / x, and its Taylor series near 0 (exact there, and smooth:
+# the second derivative at 0 is right too).
+defvjp(np.sinc, lambda g, ans, x: g * np.where(
+    np.abs(x) < 1e-3, x * (x * x * (math.pi ** 4 / 30) - math.pi ** 2 / 3),
+    (np.cos(math.pi * x) - ans) / np.where(np.abs(x) < 1e-3, 1.0, x)), nin=1,
+       dtype_rule="float")
+# nan_to_num: the gradient passes where x is finite; replaced entries are constants.
+# (copy=False writes into x: refused where the call is bound.)
+defvjp(np.nan_to_num, lambda g, ans, x, nan=0.0, posinf=None, neginf=None:
+       np.where(np.isfinite(x), g, 0.0), nin=1)
 
 # Comparisons and logic: boolean results, no gradient.
 for _f in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,

@@ -1,4 +1,9 @@
-"""Linear algebra: products, contractions, solves, inverses, determinants, norms."""
+"""Linear algebra: ``matmul``, ``einsum`` in every form, solves, inverses, determinants, and
+NumPy 2's array-API spellings in ``np.linalg``.
+
+Products of other kinds are in :mod:`.products`, diagonals, traces and norms in
+:mod:`.matrices`, factorizations in :mod:`.decompositions` and :mod:`.solvers`.
+"""
 
 from __future__ import annotations
 
@@ -9,66 +14,60 @@ from srcgrad.runtime.primitives import (
     defvjp,
     defvjp_argnum,
     helper,
-    lookup,
     primitive,
+    sum_to,
 )
-from srcgrad.runtime.rules.core import (
-    inverse_permutation,
-    matmul_lhs_grad,
-    matmul_rhs_grad,
-    unreduce,
-)
+from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
+from srcgrad.runtime.rules.matrices import norm_grad, trace_grad, undiagonal
+from srcgrad.runtime.rules.products import cross_grad, tensordot_lhs_grad, tensordot_rhs_grad
 
-
-def _tensordot_axes(axes, a_ndim, b_ndim):
-    if isinstance(axes, int):
-        return list(range(a_ndim - axes, a_ndim)), list(range(axes))
-    a_axes, b_axes = ([ax] if isinstance(ax, int) else list(ax) for ax in axes)
-    return [a % a_ndim for a in a_axes], [b % b_ndim for b in b_axes]
-
-
-@helper
-def tensordot_lhs_grad(g, a_ndim, b, axes):
-    a_axes, b_axes = _tensordot_axes(axes, a_ndim, b.ndim)
-    a_free = [i for i in range(a_ndim) if i not in a_axes]
-    b_free = [i for i in range(b.ndim) if i not in b_axes]
-    out = np.tensordot(g, b, axes=(list(range(len(a_free), g.ndim)), b_free))
-    order = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
-    return np.transpose(out, inverse_permutation(tuple(order)))
-
-
-@helper
-def tensordot_rhs_grad(g, a, b_ndim, axes):
-    a_axes, b_axes = _tensordot_axes(axes, a.ndim, b_ndim)
-    a_free = [i for i in range(a.ndim) if i not in a_axes]
-    b_free = [i for i in range(b_ndim) if i not in b_axes]
-    out = np.tensordot(a, g, axes=(a_free, list(range(len(a_free)))))
-    order = [b_axes[a_axes.index(j)] for j in sorted(a_axes)] + b_free
-    return np.transpose(out, inverse_permutation(tuple(order)))
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 @helper
 def einsum_grad(argnum, g, ans, *ops, subscripts):
-    ins, out = _parse_einsum(subscripts, [op.ndim for op in ops])
+    """Gradient of ``np.einsum(subscripts, *ops)`` for operand ``argnum``.
+
+    The contraction of ``g`` with the other operands, written out with an identity matrix
+    for each repeated index of the operand (``'ii'``: its diagonal) and a vector of ones for
+    each index summed in that operand alone; size-1 axes NumPy broadcast are summed back.
+    """
+    ins, out = einsum_parse(subscripts, [np.ndim(op) for op in ops])
     target = ins[argnum]
-    if len(set(target)) != len(target):
-        raise NotImplementedError(f"einsum gradient with a repeated index in {target!r}")
-    others = [s for j, s in enumerate(ins) if j != argnum]
-    known = set(out).union(*others)
-    kept = "".join(c for c in target if c in known)
-    grad = np.einsum(",".join([out] + others) + "->" + kept, g,
-                     *[op for j, op in enumerate(ops) if j != argnum])
-    missing = tuple(i for i, c in enumerate(target) if c not in known)
-    if missing:
-        grad = np.broadcast_to(np.expand_dims(grad, missing), ops[argnum].shape)
-    return grad
+    sizes = {}
+    for spec, op in zip(ins, ops):
+        for c, n in zip(spec, np.shape(op)):
+            sizes[c] = max(sizes.get(c, 1), n)
+    spare = (c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in sizes)
+    terms = [out] + [s for j, s in enumerate(ins) if j != argnum]
+    operands = [g] + [op for j, op in enumerate(ops) if j != argnum]
+    known = set("".join(terms))
+    result = ""
+    for c in target:
+        if c in result:
+            twin = next(spare)
+            terms.append(c + twin)
+            operands.append(np.eye(sizes[c], dtype=bool))
+            result += twin
+        else:
+            if c not in known:
+                terms.append(c)
+                operands.append(np.ones(sizes[c], dtype=bool))
+            result += c
+    grad = np.einsum(",".join(terms) + "->" + result, *operands)
+    shape = np.shape(ops[argnum])
+    spread = tuple(i for i, n in enumerate(shape) if n == 1 and sizes[target[i]] != 1)
+    return np.sum(grad, axis=spread, keepdims=True) if spread else grad
 
 
-def _parse_einsum(subscripts, ndims):
+@helper
+def einsum_parse(subscripts, ndims):
+    """Subscripts with ``...`` spelled out in spare letters, and the output NumPy implies."""
     spec = subscripts.replace(" ", "")
     lhs, arrow, out = spec.partition("->")
     ins = lhs.split(",")
-    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if c not in spec]
     width = max((n - len(s.replace("...", "")) for s, n in zip(ins, ndims) if "..." in s),
                 default=0)
     ell = "".join(spare[:width])
@@ -101,20 +100,6 @@ def _matmul_rhs(g, ans, a, b):
 
 
 defvjp(np.matmul, _matmul_lhs, _matmul_rhs, broadcasts=False)
-defvjp(np.dot, _matmul_lhs, _matmul_rhs, nin=2)
-defvjp(np.tensordot, lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),
-       lambda g, ans, a, b, axes=2: tensordot_rhs_grad(g, a, b.ndim, axes), nin=2)
-defvjp(np.outer, lambda g, ans, a, b: np.reshape(np.matmul(g, np.ravel(b)), a.shape),
-       lambda g, ans, a, b: np.reshape(np.matmul(np.ravel(a), g), b.shape), nin=2)
-
-
-@helper
-def trace_grad(g, shape):
-    """Gradient of the trace of a matrix of ``shape``: ``g`` on the diagonal."""
-    return g * np.eye(shape[0], shape[1], dtype=g.dtype)
-
-
-defvjp(np.trace, lambda g, ans, x: trace_grad(g, x.shape), nin=1)
 
 
 @primitive(nin=None)
@@ -123,48 +108,96 @@ def einsum(*operands, subscripts):
 
 
 defvjp_argnum(einsum, einsum_grad)
-bind_numpy(np.einsum, einsum, lambda subscripts, *operands: einsum(*operands,
-                                                                    subscripts=subscripts))
-defvjp(np.linalg.solve,
-       lambda g, ans, A, b: -matmul_lhs_grad(np.linalg.solve(np.swapaxes(A, -1, -2), g), ans,
-                                             a_shape=A.shape),
-       lambda g, ans, A, b: np.linalg.solve(np.swapaxes(A, -1, -2), g), nin=2,
-       dtype_rule="float")
+
+
+def sublist_subscripts(args: tuple) -> tuple[str, list]:
+    """``np.einsum``'s two spellings as (subscripts, operands): ``('ij,jk->ik', a, b)`` or
+    the sublist form ``(a, [0, 1], b, [1, 2], [0, 2])`` (0–25 are A–Z, 26–51 a–z)."""
+    if isinstance(args[0], str):
+        return args[0], list(args[1:])
+
+    def letters(sub: list) -> str:
+        return "".join("..." if k is Ellipsis else _LETTERS[k] for k in sub)
+    operands, subs = list(args[0::2]), [letters(sub) for sub in args[1::2]]
+    if len(args) % 2:                                    # an output sublist ends the call
+        operands = operands[:-1]
+        return ",".join(subs[:len(operands)]) + "->" + letters(args[-1]), operands
+    return ",".join(subs), operands
+
+
+def _einsum(*args, optimize=False, **kwargs):
+    """``np.einsum`` on Tensors: ``optimize`` changes the order of work, never the value."""
+    unknown = sorted(k for k, v in kwargs.items() if v is not None)
+    if unknown:
+        raise TypeError(f"einsum() arguments {unknown} are not supported on srcgrad Tensors")
+    subscripts, operands = sublist_subscripts(args)
+    return einsum(*operands, subscripts=subscripts)
+
+
+bind_numpy(np.einsum, einsum, _einsum)
+@helper
+def solve_grad(g, x, a, b, lhs):
+    """Gradient of ``x = np.linalg.solve(a, b)`` for ``a`` (``lhs``) or ``b``; a 1-D ``b`` is
+    one vector for every matrix of a stack, as NumPy 2 reads it."""
+    at = np.swapaxes(a, -1, -2)
+    if np.ndim(b) == 1:
+        gb = np.linalg.solve(at, np.expand_dims(g, -1))[..., 0]
+        if not lhs:
+            return sum_to(gb, shape=np.shape(b))
+        return -np.expand_dims(gb, -1) * np.expand_dims(x, -2)
+    gb = np.linalg.solve(at, g)
+    if not lhs:
+        return sum_to(gb, shape=np.shape(b))
+    return sum_to(-np.matmul(gb, np.swapaxes(x, -1, -2)), shape=np.shape(a))
+
+
+defvjp(np.linalg.solve, lambda g, ans, a, b: solve_grad(g, ans, a, b, True),
+       lambda g, ans, a, b: solve_grad(g, ans, a, b, False), nin=2, dtype_rule="float")
 defvjp(np.linalg.inv, lambda g, ans, x: -np.matmul(
     np.swapaxes(ans, -1, -2), np.matmul(g, np.swapaxes(ans, -1, -2))), nin=1, dtype_rule="float")
 defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g * ans, (-2, -1))
        * np.swapaxes(np.linalg.inv(x), -1, -2), nin=1, dtype_rule="float")
 
 
-@primitive(dtype_rule="float")
-def norm(x, *, ord=None, axis=None, keepdims=False):
-    """The Euclidean (Frobenius) norm; other orders are refused rather than mis-differentiated."""
-    matrix = (axis is None and x.ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)
-    if not (ord is None or ord == "fro" and matrix or ord == 2 and not matrix):
-        raise NotImplementedError(f"srcgrad differentiates norm with ord=None, 'fro' or 2 "
-                                  f"(vectors) only, not ord={ord!r}")
-    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+# NumPy 2's array-API spellings: ``np.linalg.matmul``, ``tensordot``, ``outer``, ``vecdot``,
+# ``cross``, ``trace``, ``diagonal``, ``matrix_transpose``, ``matrix_norm``, ``vector_norm``,
+# and ``np.vecdot``/``np.matrix_transpose``.  They are functions of their own, with the
+# stricter checks of that standard (matrices in the last two axes, 3-vectors for ``cross``,
+# 1-D for ``outer``), so each is its own primitive, printed as the function the program
+# called, with the rules of its relative.
+
+def _spelling(fun, nin, *rules, broadcasts=False, dtype_rule="promote", prefix="linalg_"):
+    """``np.linalg.<name>`` as the primitive ``linalg_<name>`` with ``rules``."""
+    prim = primitive(fun, name=prefix + fun.__name__, nin=nin, broadcasts=broadcasts,
+                     dtype_rule=dtype_rule)
+    defvjp(prim, *rules)
+    bind_numpy(fun, prim)
+    return prim
 
 
-defvjp(norm, lambda g, ans, x, ord=None, axis=None, keepdims=False:
-       unreduce(np.where(ans == 0, 0, g / ans), shape=x.shape, axis=axis, keepdims=keepdims) * x)
-bind_numpy(np.linalg.norm, norm)
+_spelling(np.linalg.matmul, 2, _matmul_lhs, _matmul_rhs)
+_spelling(np.linalg.tensordot, 2,
+          lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),
+          lambda g, ans, a, b, axes=2: tensordot_rhs_grad(g, a, b.ndim, axes))
+_spelling(np.linalg.outer, 2, lambda g, ans, a, b: np.matmul(g, b),
+          lambda g, ans, a, b: np.matmul(a, g))
+_spelling(np.linalg.vecdot, 2, lambda g, ans, a, b, axis=-1: np.expand_dims(g, axis) * b,
+          lambda g, ans, a, b, axis=-1: np.expand_dims(g, axis) * a, broadcasts=True)
+_spelling(np.linalg.cross, 2,
+          lambda g, ans, a, b, axis=-1: cross_grad(g, a, b, axis=axis, lhs=True),
+          lambda g, ans, a, b, axis=-1: cross_grad(g, a, b, axis=axis, lhs=False))
+_spelling(np.linalg.trace, 1,
+          lambda g, ans, x, offset=0: trace_grad(g, x.shape, offset, -2, -1))
+_spelling(np.linalg.diagonal, 1,
+          lambda g, ans, x, offset=0: undiagonal(g, x.shape, offset, -2, -1))
+_spelling(np.linalg.matrix_transpose, 1, lambda g, ans, x: np.swapaxes(g, -1, -2))
+_spelling(np.linalg.matrix_norm, 1, lambda g, ans, x, keepdims=False, ord="fro":
+          norm_grad(g, ans, x, ord, (-2, -1), keepdims), dtype_rule="float")
+_spelling(np.linalg.vector_norm, 1, lambda g, ans, x, axis=None, keepdims=False, ord=2:
+          norm_grad(g, ans, x, ord, axis, keepdims, True), dtype_rule="float")
 
-
-def _dot_adapter(a, b, out=None):
-    """``np.dot``: a product for scalars, matmul up to 2-D, a tensordot beyond."""
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return np.multiply(a, b)
-    if np.ndim(a) <= 2 and np.ndim(b) <= 2:
-        return lookup(np.dot)(a, b)
-    return lookup(np.tensordot)(a, b, axes=([np.ndim(a) - 1], [max(np.ndim(b) - 2, 0)]))
-
-
-def _inner_adapter(a, b):
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return np.multiply(a, b)
-    return lookup(np.tensordot)(a, b, axes=([np.ndim(a) - 1], [np.ndim(b) - 1]))
-
-
-bind_numpy(np.dot, lookup(np.dot), _dot_adapter)
-bind_numpy(np.inner, lookup(np.tensordot), _inner_adapter)
+# The same two at the top level: np.vecdot is a generalized ufunc (compiled without keywords),
+# np.matrix_transpose a function.
+_spelling(np.vecdot, 2, lambda g, ans, a, b: np.expand_dims(g, -1) * b,
+          lambda g, ans, a, b: np.expand_dims(g, -1) * a, broadcasts=True, prefix="")
+_spelling(np.matrix_transpose, 1, lambda g, ans, x: np.swapaxes(g, -1, -2), prefix="")

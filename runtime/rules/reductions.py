@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from srcgrad.runtime.primitives import (
+    bind_numpy,
     defvjp,
+    helper,
+    lookup,
     primitive,
 )
 from srcgrad.runtime.rules.core import numel, unreduce
@@ -33,13 +36,22 @@ def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
 
 @primitive(dtype_rule="same")
 def prod_others(x, *, axis=None):
-    """Product of all other elements along ``axis`` (the gradient of prod, safe at zeros)."""
-    flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    """Product of all other elements along ``axis`` (an int, a tuple or None): the gradient
+    of prod, safe at zeros."""
+    if axis is None:
+        flat = x.reshape(-1)
+    else:
+        axes = tuple(a % x.ndim for a in np.atleast_1d(axis).tolist())
+        last = tuple(range(x.ndim - len(axes), x.ndim))
+        moved = np.moveaxis(x, axes, last)
+        flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
     ones = np.ones_like(flat[..., :1])
     left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     out = left * right
-    return out.reshape(x.shape) if axis is None else np.moveaxis(out, -1, axis)
+    if axis is None:
+        return out.reshape(x.shape)
+    return np.moveaxis(out.reshape(moved.shape), last, axes)
 
 
 defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
@@ -55,6 +67,85 @@ defvjp(np.var, _var_vjp, dtype_rule="float")
 defvjp(np.std, _std_vjp, dtype_rule="float")
 defvjp(np.cumsum, lambda g, ans, x, axis=None: np.reshape(
     np.flip(np.cumsum(np.flip(g, axis=axis), axis=axis), axis=axis), x.shape))
+bind_numpy(np.amax, lookup(np.max))
+bind_numpy(np.amin, lookup(np.min))
+
+
+def _ptp_vjp(g, ans, x, axis=None, keepdims=False):
+    """max - min: each share of the gradient split between tied extrema."""
+    top = np.max(x, axis=axis, keepdims=keepdims)
+    bottom = np.min(x, axis=axis, keepdims=keepdims)
+    return _extremum_vjp(g, top, x, axis, keepdims) - _extremum_vjp(g, bottom, x, axis, keepdims)
+
+
+@helper
+def triangle(n, k=0):
+    """The boolean (n, n) matrix that is True where ``column - row >= k``."""
+    return np.triu(np.ones((n, n), dtype=bool), k)
+
+
+def _cumprod_last(g, x):
+    """Gradient of ``np.cumprod(x, axis=-1)``, exact at zeros: entry ``i`` gets
+    ``sum_{j >= i} g_j * prod_{k <= j, k != i} x_k``."""
+    n = x.shape[-1]
+    ones = np.ones_like(x[..., :1])
+    before = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.where(triangle(n, 1), x[..., None, :], 1.0), axis=-1)
+    return np.sum(np.where(triangle(n), after, 0.0) * g[..., None, :], axis=-1) * before
+
+
+def _cumprod_vjp(g, ans, x, axis=None):
+    if axis is None:
+        return np.reshape(_cumprod_last(np.reshape(g, (-1,)), np.reshape(x, (-1,))), x.shape)
+    moved = _cumprod_last(np.moveaxis(g, axis, -1), np.moveaxis(x, axis, -1))
+    return np.moveaxis(moved, -1, axis)
+
+
+defvjp(np.ptp, _ptp_vjp)
+defvjp(np.cumprod, _cumprod_vjp)
+
+# NaN-ignoring reductions: NaN entries get no gradient.
+
+def _count(x, axis, keepdims):
+    """How many entries are not NaN (an integer count on arrays and Tensors alike)."""
+    return np.sum(np.where(np.isnan(x), 0, 1), axis=axis, keepdims=keepdims)
+
+
+defvjp(np.nanmax, _extremum_vjp)
+defvjp(np.nanmin, _extremum_vjp)
+defvjp(np.nansum, lambda g, ans, x, axis=None, keepdims=False:
+       np.where(np.isnan(x), 0.0, unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims)))
+defvjp(np.nanmean, lambda g, ans, x, axis=None, keepdims=False: np.where(
+    np.isnan(x), 0.0, unreduce(g / _count(x, axis, keepdims),
+                               shape=x.shape, axis=axis, keepdims=keepdims)),
+       dtype_rule="float")
+
+
+def _nan_centred(x, axis, ddof, keepdims):
+    """(count - ddof, x minus its nanmean with NaN entries zero) for nanvar and nanstd."""
+    n = _count(x, axis, keepdims) - ddof
+    centred = np.where(np.isnan(x), 0.0, x - np.nanmean(x, axis=axis, keepdims=True))
+    return n, centred
+
+
+def _nanvar_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    n, centred = _nan_centred(x, axis, ddof, keepdims)
+    return unreduce(g * 2.0 / n, shape=x.shape, axis=axis, keepdims=keepdims) * centred
+
+
+def _nanstd_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    n, centred = _nan_centred(x, axis, ddof, keepdims)
+    scale = np.where(ans == 0, 0.0, g / (ans * n))
+    return unreduce(scale, shape=x.shape, axis=axis, keepdims=keepdims) * centred
+
+
+defvjp(np.nanvar, _nanvar_vjp, dtype_rule="float")
+defvjp(np.nanstd, _nanstd_vjp, dtype_rule="float")
+defvjp(np.nanprod, lambda g, ans, x, axis=None, keepdims=False: np.where(
+    np.isnan(x), 0.0, unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims)
+    * prod_others(np.where(np.isnan(x), 1.0, x), axis=axis)))
+defvjp(np.nancumsum, lambda g, ans, x, axis=None: np.where(np.isnan(x), 0.0, np.reshape(
+    np.flip(np.cumsum(np.flip(g, axis=axis), axis=axis), axis=axis), x.shape)))
 
 
 @primitive(dtype_rule="float")
