@@ -8,6 +8,7 @@ tuple), NumPy's dtype promotion; every operation records into the same engine an
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -15,16 +16,106 @@ import numpy as np
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.names import node_name
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
-from srcgrad.runtime.rules import cast, item
+from srcgrad.runtime.rules import cast, getitem, item
 from srcgrad.runtime.tensor import Tensor, apply
 
 __all__ = ["Array", "as_array_leaf"]
 
 
 def _apply(prim: Any, args: tuple, params: dict) -> Any:
+    for a in args:
+        _check_current(a)
     out = apply(prim, node_name(prim, args, params), args, params, numpy_semantics=True)
     out.__class__ = Array
+    for a in args:                 # NumPy handed back a view (reshape, transpose, ...)
+        if isinstance(a, Tensor) and out._data.size and out._base is None and \
+                np.shares_memory(out._data, a._data):
+            out._base, out._view_key = a, ("unmodelled", None)
+            out._version_counter = a._version_counter
+            _note(a)
+            _note(out)
+            break
     return out
+
+
+# Arrays whose memory NumPy was handed as a plain array (np.asarray(a) is a's memory).
+_ESCAPED: dict[int, Any] = {}
+
+
+def _full_like(a: Any, fill: Tensor, rest: tuple, kwargs: dict) -> Array:
+    """``np.full_like(a, x)`` where ``x`` carries a gradient: ``np.full`` of ``x``."""
+    from srcgrad.runtime.primitives import PRIMITIVES
+    prim = PRIMITIVES.get("full_of")
+    if prim is None or rest or set(kwargs) - {"fill_value", "dtype"}:
+        raise TypeError("np.full_like with a value that carries a gradient is only followed "
+                        "as np.full_like(a, value, dtype=...)")
+    data = a._data if isinstance(a, Tensor) else np.asarray(a)
+    dtype = kwargs.get("dtype") or data.dtype
+    return _apply(prim, (fill,), {"shape": data.shape, "dtype": np.dtype(dtype)})
+
+
+# Arrays that share memory (views and their bases), with the version of the shared data their
+# graph describes: one written after a view was taken is stale, and using it is refused.
+_CURRENT: dict[int, tuple[Any, int]] = {}
+
+
+def _remember(table: dict, t: Tensor, version: Any) -> None:
+    """``table[id(t)]``: a weak reference to ``t`` (and ``version``), gone with ``t``."""
+    key = id(t)
+    table[key] = (weakref.ref(t, lambda _, k=key: table.pop(k, None)), version)
+
+
+def _note(t: Tensor) -> None:
+    _remember(_CURRENT, t, t._version_counter[0])
+
+
+def _check_current(t: Any) -> None:
+    entry = _CURRENT.get(id(t)) if isinstance(t, Tensor) else None
+    if entry is not None and entry[0]() is t and entry[1] != t._version_counter[0]:
+        raise RuntimeError(
+            "an array was written in place after this view of it was taken (or this view "
+            "after the array): NumPy shows the write through both, which srcgrad's eager run "
+            "does not follow; take a copy (.copy()) before writing")
+
+
+def _check_writable(t: Tensor, value: Any = None) -> None:
+    _check_current(t)
+    escaped = _ESCAPED.get(id(t))
+    if escaped is not None and escaped[0]() is t and isinstance(value, Tensor) and \
+            value._requires_grad:
+        raise RuntimeError(
+            "an array handed to NumPy as a plain array (np.asarray, np.array ...) is written "
+            "in place with values that carry a gradient; the plain array would not carry it, "
+            "and srcgrad's eager run cannot follow it")
+    while t is not None:
+        if t._view_key is not None and t._view_key[0] == "unmodelled":
+            raise RuntimeError(
+                "a write through a view that srcgrad's eager run does not model (from reshape, "
+                "ravel, a transpose with NumPy semantics...): take a copy (.copy()) first")
+        t = t._base
+
+
+def _written(t: Tensor) -> None:
+    """After a write in place: ``t`` and the arrays it is a view of are current."""
+    while t is not None:
+        if id(t) in _CURRENT:
+            _note(t)
+        t = t._base
+
+
+def _inplace(name: str) -> Any:
+    method = getattr(Tensor, name)
+
+    def write(self: Array, other: Any) -> Array:
+        if self._data.ndim == 0 and self._base is None:
+            # NumPy's 0-d results (a sum, a float argument) are scalars: ``s += v`` rebinds
+            return getattr(self, name.replace("__i", "__", 1))(other)
+        _check_writable(self, other)
+        out = method(self, other)
+        _written(self)
+        return out
+    write.__name__ = name
+    return write
 
 
 class Array(Tensor):
@@ -40,6 +131,10 @@ class Array(Tensor):
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if func in (np.shape, np.ndim, np.size):
             return func(args[0]._data, *args[1:], **kwargs)
+        if func is np.full_like:
+            fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            if isinstance(fill, Tensor) and fill._requires_grad:
+                return _full_like(args[0], fill, args[2:], kwargs)
         if func in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
             plain = [a._data if isinstance(a, Tensor) else a for a in args]
             out = Array._make(func(*plain, **kwargs))   # a new array, outside the graph
@@ -73,9 +168,23 @@ class Array(Tensor):
         return np.transpose(self)
 
     def __getitem__(self, index: Any) -> Array:
+        _check_current(self)
+        keys = index if isinstance(index, tuple) else (index,)
+        if len(keys) == self._data.ndim and all(
+                isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys):
+            return _apply(getitem, (self,), {"index": index})   # NumPy: a scalar, a copy
         out = Tensor.__getitem__(self, index)  # a basic index is a view: one version counter
         out.__class__ = Array
+        if out._base is self:
+            _note(self)
+            _note(out)
         return out
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        _check_writable(self, value)
+        _check_current(value)
+        Tensor.__setitem__(self, index, value)
+        _written(self)
 
     def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))
@@ -93,6 +202,7 @@ class Array(Tensor):
                 "an array that requires grad was turned into a plain NumPy array (stored into "
                 "one, say z = np.zeros(n); z[i] = ...), which would drop its gradient; "
                 "srcgrad's eager run cannot follow it (make z with np.zeros_like of an input)")
+        _remember(_ESCAPED, self, None)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
     def item(self) -> Any:
@@ -134,6 +244,8 @@ for _dunder, _fun in {"add": np.add, "sub": np.subtract, "mul": np.multiply,
 for _dunder, _fun in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
                       "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(Array, f"__{_dunder}__", lambda self, other, _f=_fun: _f(self, other))
+for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__"):
+    setattr(Array, _name, _inplace(_name))
 Array.__neg__ = lambda self: np.negative(self)
 Array.__abs__ = lambda self: np.abs(self)
 Array.__hash__ = lambda self: id(self)

@@ -7,9 +7,10 @@ the same object), ``xs[i]`` a ``listget``, and ``np.stack``/``np.concatenate``/`
 the list primitives of the rule table.  Comprehensions and generator expressions are the loop
 they stand for.
 
-Writes in place (an append, ``y[i] = v``) make a new SSA version of the list or array; a
-second name still bound to the old version would see the change in Python but not in the
-compiled code, so reading it afterwards is refused instead of silently diverging.
+Writes in place (an append, ``y[i] = v``) make a new SSA version of the list or array.  The
+names that see an array (second names, views, pytree leaves) are moved to the new version by
+:mod:`srcgrad.aliases`; the old version is *consumed*: any read of it left over (a list that
+holds it, a value the compiler could not follow) is refused instead of silently diverging.
 """
 
 from __future__ import annotations

@@ -13,19 +13,21 @@ import copy
 from typing import Any
 
 from srcgrad import lowering_tables as T
+from srcgrad.aliases import Aliases, held_vars
 from srcgrad.calls import Calls
 from srcgrad.control import ControlFlow
 from srcgrad.errors import CompileError, describe
-from srcgrad.expressions import Expressions, Pack, Tree
+from srcgrad.expressions import Closure, Expressions, Pack, Tree
 from srcgrad.frontend import Env, Source
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
 from srcgrad.lists import Lists, is_append
 from srcgrad.scopes import exposed
+from srcgrad.sharing import Sharing
 
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
 
-class Lowerer(ControlFlow, Lists, Expressions, Calls):
+class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
     """Lowers one function (or one block of it); the mixins lower expressions, calls,
     control flow and lists."""
 
@@ -49,6 +51,9 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         self.list_names: set[str] = set()     # parameters (user names) that are such lists
         self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
+        self.views: dict[str, list] = {}      # SSA name -> links to what it may share
+        self.item_links: dict[str, dict] = {}  # a call/branch/loop pack: each output's links
+        self.assigning: set[str] = set()      # names the statement being lowered assigns
         self.line = src.node.lineno
         self.text = ""
 
@@ -70,8 +75,13 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
 
     def emit(self, stmt: Stmt) -> Var:
         self.check_fresh(stmt)
+        if stmt.kind in ("static", "effect"):
+            self.refuse_writing_code(stmt)
         stmt.line, stmt.text = self.line, self.text
+        if stmt.kind == "call":
+            self.call_writes(stmt, self.assigning)
         self.body.append(stmt)
+        self.note_views(stmt)
         return Var(stmt.target) if stmt.target else None
 
     # --------------------------------------------------------------------- statements
@@ -87,6 +97,8 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             self.scope[a.arg] = Var(name)
             self.source_names[name] = a.arg
             params.append(name)
+            if a.arg in getattr(self, "static_params", ()):    # a loop's integer counter
+                self.static.add(name)
             if a.arg in self.list_names:
                 self.lists.add(name)
         for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
@@ -112,6 +124,9 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.flags}
         fn.lists = set(self.lists)
         fn.mutates = {p for p in params if p in self.consumed}
+        fn.mutates |= {p for p, tree in self.leaves.items()
+                       if any(v.name in self.consumed for _, v in tree.leaves())}
+        self.result_sharing(fn)
         return fn
 
     def block(self, stmts: list[ast.stmt]) -> Any:
@@ -125,14 +140,18 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                 if s.value is None:
                     raise self.error("the function must return a value", s)
                 value = self.materialize(self.expr(s.value), self.result_name)
+                if isinstance(value, Var) and value.name in self.consumed:
+                    self.check_fresh(Stmt(None, "effect", args=[value]))
                 if isinstance(value, Var) and value.name not in self.source_names:
                     value = self.rename_var(value, self.result_name)
                 self._live.pop()
                 return value
+            self.assigning = _bound(s)
             try:
                 self.statement(s)
             finally:
                 self._live.pop()
+                self.assigning = set()
         raise self.error("the function must end with a return statement",
                          stmts[-1] if stmts else self.src.node)
 
@@ -147,8 +166,18 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             if not isinstance(s.target, (ast.Name, ast.Subscript)):
                 raise self.error(f"srcgrad cannot compile an augmented assignment to "
                                  f"{describe(s.target).lower()}", s.target)
+            if isinstance(s.target, ast.Name) and isinstance(self.scope.get(s.target.id), Var):
+                # on an array ``+=`` writes in place (every name of it sees the change), on a
+                # number it rebinds: the two agree when no other live name sees the array
+                name = s.target.id
+                symbol = _SYMBOLS.get(type(s.op), "op")
+                self.refuse_shared(f"{name} {symbol}=", name, self.scope[name], s)
             load = ast.copy_location(_as_load(s.target), s.target)
             value = self.binop(s.op, load, s.value, s)
+            old = self.scope.get(s.target.id) if isinstance(s.target, ast.Name) else None
+            if isinstance(old, Var):            # an array's old contents are gone (a caller's
+                for root in self.roots(old.name) | {old.name}:   # too, for a parameter)
+                    self.consume(Var(root), self.line, "an array")
             self.assign(s.target, value)
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
@@ -164,7 +193,10 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                 if isinstance(receiver, Var) and not self.is_static(receiver):
                     raise self.error(f"srcgrad cannot compile .{value.func.attr}() for its "
                                      "effect on an array", value)
-            self.effect(s, s.value)
+            if isinstance(value, ast.Call) and self._is_effect(value):
+                self.effect(s, s.value)                     # print(...)
+            else:
+                self.expr(value)                           # its value is not used
         elif isinstance(s, ast.Assert):
             self.effect(s, s.test)
         elif isinstance(s, ast.Pass):
@@ -177,6 +209,14 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             self.while_statement(s)
         else:
             raise self.error(f"srcgrad cannot compile {describe(s)} yet", s)
+
+    def _is_effect(self, call: ast.Call) -> bool:
+        try:
+            fn = self.expr(call.func) if not isinstance(call.func, ast.Attribute) or \
+                not isinstance(self.expr(call.func.value), Var) else None
+        except CompileError:
+            return False
+        return isinstance(fn, Const) and _hashable(fn.value) and fn.value in T.EFFECTS
 
     def effect(self, s: ast.stmt, value: ast.expr) -> None:
         expr, uses = self.rename(s)
@@ -206,6 +246,14 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                 raise self.error("srcgrad cannot compile assigning to an element of a list "
                                  "built at run time; build it with append", target)
             self.assign(target.value, self.subscript_write(target, value))
+        elif isinstance(target, ast.Subscript):          # y[0][1] = v, p["a"][0] = v
+            base = self.expr(target.value)
+            if not isinstance(base, Var) or self.is_list(base):
+                raise self.error("srcgrad compiles subscript writes into arrays", target)
+            index = self.index_param(target.slice)
+            new = self.prim(T.lookup("index_put"), [base, self.materialize(value, "t")],
+                            {"index": index}, f"{base.name}_set", target)
+            self.write_through("", base, new, target)   # every name of it sees the write
         else:
             raise self.error(f"srcgrad cannot compile an assignment to "
                              f"{describe(target).lower()}", target)
@@ -220,7 +268,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         value = self.materialize(value, "t")
         new = self.prim(T.lookup("index_put"), [base, value], {"index": index},
                         f"{base.name}_set", target)
-        self.consume(base, self.line, "an array")
+        self.write_through(target.value.id, base, new, target)
         return new
 
     def rename_var(self, var: Var, user_name: str) -> Var:
@@ -236,6 +284,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                     if var.name in kind:
                         kind.discard(var.name)
                         kind.add(new)
+                self._rename_links(var.name, new)
                 self.source_names[new] = user_name
                 return Var(new)
         return var
@@ -254,6 +303,12 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
                                    params={"index": i})) for i in range(n)]
         static = value.name in self.static
         made_by = next((st for st in reversed(self.body) if st.target == value.name), None)
+        items = made_by.params.get("returns") if made_by is not None and \
+            made_by.kind == "call" else None
+        if items is not None and items != n:
+            raise self.error(f"cannot unpack {items} values into {n}", node)
+        if made_by is not None and made_by.kind == "call" and items is None:
+            made_by = None                         # a helper returning an array: its rows
         if not static and (made_by is None or made_by.kind not in ("call", "pack")):
             # an array: unpacking takes its rows, as NumPy does
             return [self.prim(T.lookup("getitem"), [value], {"index": i}, f"{value.name}_{i}",
@@ -267,6 +322,9 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
         return out
 
     def materialize(self, value: Any, hint: str) -> Any:
+        if isinstance(value, Closure):
+            raise self.error("a lambda is compiled only where it is called (not passed, "
+                             "stored or carried into a loop or branch)", self._node_of_line())
         if isinstance(value, Pack):
             items = [self.materialize(v, f"{hint}_{i}") for i, v in enumerate(value.items)]
             made = self.emit(Stmt(self.fresh(hint), "pack", args=items,
@@ -276,7 +334,39 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls):
             return made
         return value
 
-    # -------------------------------------------------------------------- expressions
+    def _rename_links(self, old: str, new: str) -> None:
+        if old in self.views:
+            self.views[new] = self.views.pop(old)
+        for name, links in self.views.items():
+            self.views[name] = [(new if b == old else b, k, p) for b, k, p in links]
+        if old in self.item_links:
+            self.item_links[new] = self.item_links.pop(old)
+        for user, value in list(self.scope.items()):    # other names of a written array
+            if any(v.name == old for v in held_vars(value)):
+                self._rebind(user, Var(old), Var(new))
+
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@",
+            ast.Pow: "**", ast.Mod: "%", ast.FloorDiv: "//"}
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _bound(s: ast.stmt) -> set[str]:
+    """The names an assignment statement binds."""
+    if not isinstance(s, (ast.Assign, ast.AnnAssign)):
+        return set()
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    return {n.id for t in targets for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def _as_load(node: ast.expr) -> ast.expr:
     node = copy.deepcopy(node)
     for n in ast.walk(node):

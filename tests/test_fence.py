@@ -58,13 +58,6 @@ CASES = {
             parts[0] = x
             return np.sum(np.stack(parts))
         """, 4, "element of a list"),
-    "second name of a written array": ("""
-        def f(x):
-            y = x * 1.0
-            z = y
-            z[0] = 0.0
-            return np.sum(y * z)
-        """, 6, "changed in place"),
     "second name of an appended list": ("""
         def f(x):
             hs = [x]
@@ -179,9 +172,9 @@ def test_fallback_never_drops_a_gradient_silently():
 def test_unknown_function_names_the_call():
     fn = define("""
         def f(x):
-            return np.sum(np.sort(x))
+            return np.sum(np.unwrap(x))
         """, {"np": np})
-    with pytest.raises(srcgrad.CompileError, match="numpy.sort"):
+    with pytest.raises(srcgrad.CompileError, match="numpy.unwrap"):
         srcgrad.grad(fn, strict=True)
 
 
@@ -211,8 +204,7 @@ def test_a_write_into_an_argument_under_a_second_name_acts_on_a_private_copy():
             return np.sum(x * y * c)
         """, {"np": np})
     x, c = np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0])
-    with pytest.warns(srcgrad.FallbackWarning, match="changed in place at line 4"):
-        g = srcgrad.grad(fn)
+    g = srcgrad.grad(fn, strict=True)            # y and x name one array: both see the write
     np.testing.assert_allclose(g(x, c), [0.0, 20.0, 12.0])   # d/dx of sum(x'² c'), x'[0] = 0
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])      # the caller's arrays are unchanged
     np.testing.assert_array_equal(c, [1.0, 1.0, 2.0])

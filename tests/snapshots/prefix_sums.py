@@ -23,10 +23,24 @@ def index_put(x, v, *, index):
     return out
 
 
+def kept_writes(g, index, shape):
+    """The gradient of ``v`` in ``x[index] = v``: ``g[index]`` where that element of ``v``
+    is the one that stays in ``x`` (NumPy keeps the last of repeated indices), else 0.  The
+    same assignment replayed on positions decides, so it follows whatever NumPy does."""
+    part = g[index]
+    keys = index if isinstance(index, tuple) else (index,)
+    if all((k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in keys)):
+        return part
+    picks = np.arange(numel(part.shape)).reshape(part.shape)
+    order = np.full(shape, -1)
+    order[index] = picks
+    return np.where(order[index] == picks, part, 0)
+
+
 def match_input(g, x):
     """The gradient ``g`` shaped as the input ``x``: its shape and float dtype, or a float."""
     if isinstance(x, float):
-        return float(g)
+        return float(g) if type(x) is float else type(x)(g)
     if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
         return None
     if not hasattr(g, 'shape') or g.shape != x.shape:
@@ -34,6 +48,14 @@ def match_input(g, x):
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     return g
+
+
+def numel(shape):
+    """Number of elements of an array of ``shape`` (a Python int)."""
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def scatter_add(out, index, g):
@@ -110,7 +132,7 @@ def prefix_sums_if_42_then_vjp(decay, i, x, y):
         # adjoint of snapshot_functions.py:42  return (y,)
         d_y_1 = d_out[0]
         d_y = unbroadcast(index_put(d_y_1, 0, index=index_2), np.shape(y))
-        d_plus = unbroadcast(getitem(d_y_1, index=index_2), plus_shape)
+        d_plus = unbroadcast(kept_writes(d_y_1, index_2, y.shape), plus_shape)
         d_y_at_times_decay = unbroadcast(d_plus, y_at_times_decay_shape)
         d_x_at = unbroadcast(d_plus, x_at_shape)
         d_x = scatter_add(d_x, index_1, d_x_at)
