@@ -31,7 +31,7 @@ class ControlFlow(Jumps):
 
     def block_function(self, body: list[ast.stmt], params: list[str], outputs: list[str],
                        label: str, node: ast.AST, rebuild: dict | None = None,
-                       values: list | None = None) -> Any:
+                       values: list | None = None, static: set[str] = frozenset()) -> Any:
         """Lower ``body`` as ``def label(*params): body; return tuple(outputs)``."""
         from srcgrad.frontend import Source
         from srcgrad.lower import Lowerer
@@ -52,7 +52,9 @@ class ControlFlow(Jumps):
         child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
             p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
+        child.static_params = set(static)          # parameters known to carry no gradient
         ir = child.lower_function()
+        ir.static_names = set(child.static)
         ir.name = label
         ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
         self.flags |= child.flags
@@ -142,6 +144,7 @@ class ControlFlow(Jumps):
                 raise self.error(f"{name!r} is assigned in one branch only and used after "
                                  "the if statement", s)
         inputs = self.inputs_of([then, orelse], {n for n in outputs if n in self.scope})
+        self.check_block_writes(then + orelse, set(), s)
         label = self.fresh(f"{self.src.name}_if_{s.lineno}")
         params, values, rebuild = self.expand_inputs(inputs)
         blocks = tuple(self.block_function(b, params, outputs, f"{label}_{part}", s, rebuild)
@@ -216,13 +219,23 @@ class ControlFlow(Jumps):
                                  "it; give it a value before the loop", s)
         consts = [n for n in self.inputs_of([body] + ([[test]] if test is not None else []),
                                             set()) if n not in carried and n != counter]
+        self.check_block_writes(body, read([test]) if test is not None else set(), s)
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
         const_params, const_values, rebuild = self.expand_inputs(consts, True)
         params = [counter, *carried, *const_params]
         outputs = carried + ([stop] if stop else [])
-        body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild,
-                                      [None] * (1 + len(carried)) + const_values)
-        body_ir.nondiff |= {counter}
+        static = {n for n in carried if self.is_static(self.scope[n])}
+        while True:              # counters (n += 1) stay static when every iteration keeps them
+            body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild,
+                                          [None] * (1 + len(carried)) + const_values, static)
+            made = dict(zip(carried, body_ir.outputs()))
+            lost = {n for n in static if made.get(n) not in body_ir.static_names}
+            if not lost:
+                break
+            static -= lost
+        body_ir.nondiff |= {counter} | {p for p in body_ir.params
+                                        if body_ir.source_names.get(p) in static}
+        self.check_carried_sharing(body, carried, const_params, body_ir, s)
         cond_ir = None
         if test is not None:
             cond_ir = self._condition(test, params, f"{label}_test", s, rebuild)
@@ -234,6 +247,7 @@ class ControlFlow(Jumps):
                                "stops": bool(stop)}))
         self.consume_inputs(carried + const_params, args, (body_ir,), set(carried))
         self.bind_outputs(Var(pack), carried, (body_ir,))
+        self.static |= {self.scope[n].name for n in static}
         if orelse:
             self._live.pop()
             self._else(s, orelse, Var(pack), len(carried) if stop else None)

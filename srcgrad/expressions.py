@@ -19,7 +19,10 @@ from srcgrad import lowering_tables as T
 from srcgrad.errors import describe
 from srcgrad.ir import Const, Stmt, Var
 
-__all__ = ["Expressions", "Pack", "Tree"]
+__all__ = ["Expressions", "Pack", "Tree", "Closure"]
+
+_CONTAINERS = (list, tuple, dict, str, bytes, range)
+"""Constants whose subscript only selects (anything else may compute, as ``np.r_`` does)."""
 
 
 class Pack:
@@ -28,6 +31,14 @@ class Pack:
     def __init__(self, items: list, is_list: bool = False) -> None:
         self.items = items
         self.is_list = is_list
+
+
+class Closure:
+    """A lambda bound to a name in the function: inlined where it is called (late binding,
+    as Python's closures: it reads the enclosing names' values at the call)."""
+
+    def __init__(self, node: ast.Lambda) -> None:
+        self.node = node
 
 
 class Tree:
@@ -71,6 +82,9 @@ class Expressions:
             raise self.error(f"srcgrad cannot compile {describe(node)} yet", node)
         return method(node)
 
+    def expr_Lambda(self, node: ast.Lambda) -> Closure:
+        return Closure(node)
+
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         return self.if_expression(node)
 
@@ -85,6 +99,10 @@ class Expressions:
         except Exception:
             raise self.error(f"name {node.id!r} is not defined", node) from None
         if not (value is np and node.id == "np"):
+            if node.id in self.free and self.free[node.id] is not value:
+                raise self.error(f"two functions compiled together read different values "
+                                 f"named {node.id!r}; srcgrad binds one value per name "
+                                 "(rename one)", node)
             self.free[node.id] = value
         return T.constant(value, ast.Name(node.id, ast.Load()))
 
@@ -112,11 +130,26 @@ class Expressions:
             return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
         if isinstance(base, Pack):
             raise self.error(f"a tuple has no attribute {node.attr!r}", node)
+        if not isinstance(base, Var):
+            raise self.error(f"srcgrad cannot compile the attribute .{node.attr} of "
+                             f"{describe(node.value).lower()} here", node)
         if node.attr in ("shape", "ndim", "dtype", "size"):
             return self.static_expr(node, hint=f"{base.name}_{node.attr}")
+        if isinstance(base, Var) and base.name in self.static:
+            return self.static_expr(node, hint=f"{base.name}_{node.attr}")   # no gradient
         if node.attr == "T":
             return self.prim(np.transpose, [base], {}, f"{base.name}_T", node)
         raise self.error(f"srcgrad cannot compile the array attribute .{node.attr}", node)
+
+    def expr_Slice(self, node: ast.Slice) -> Any:
+        """``a:b:c`` in a subscript of a list or tuple: a constant slice, or a static one."""
+        parts = [self.expr(p) if p is not None else Const(None)
+                 for p in (node.lower, node.upper, node.step)]
+        if all(isinstance(p, Const) for p in parts):
+            return Const(slice(*(p.value for p in parts)))
+        if any(self.carries(p) for p in parts):
+            raise self.error("a slice bound that carries a gradient is not compiled", node)
+        return self.static_expr(_call_form(node), hint="part")
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binop(node.op, node.left, node.right, node)
@@ -144,6 +177,9 @@ class Expressions:
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         a = self.expr(node.operand)
+        if isinstance(a, Const) and type(a.value) in (int, float) and \
+                isinstance(node.op, (ast.USub, ast.UAdd)):
+            return Const(-a.value if isinstance(node.op, ast.USub) else a.value)   # -1
         if self.is_static(a):
             return self.static_expr(node)
         fn = T.UNARYOPS.get(type(node.op))
@@ -208,11 +244,41 @@ class Expressions:
             return self.list_item(base, node)
         if self.is_runtime_list(base):
             return self.list_item(base, node)
+        items = self.tuple_items(base)
+        if items is not None:                      # t = helper(x); t[0]
+            try:
+                key = Const(ast.literal_eval(node.slice))
+            except (ValueError, SyntaxError, TypeError):
+                key = self.expr(node.slice)
+            if not (isinstance(key, Const) and type(key.value) is int
+                    and -items <= key.value < items):
+                raise self.error("a tuple returned by a helper is indexed by a constant in "
+                                 "range here", node.slice)
+            part = self.fresh(f"{base.name}_{key.value % items}")
+            return self.emit(Stmt(part, "unpack", args=[base],
+                                  params={"index": key.value % items}))
+        if isinstance(base, Const) and not isinstance(base.value, _CONTAINERS) and \
+                self.key_carries(node.slice):
+            raise self.error(f"{ast.unparse(node.value)}[...] of values that carry a gradient "
+                             "is not compiled (use np.concatenate or np.stack)", node)
         if self.is_static(base):
             return self.static_expr(node)
         index = self.index_param(node.slice)
         return self.prim(T.lookup("getitem"), [base], {"index": index},
                          f"{base.name if isinstance(base, Var) else 'item'}_at", node)
+
+    def key_carries(self, key: ast.expr) -> bool:
+        """Whether an index expression may carry a gradient (``np.r_[a, b]``)."""
+        mark = len(self.body)
+        try:
+            parts = key.elts if isinstance(key, ast.Tuple) else [key]
+            return any(self.carries(self.expr(p)) for p in parts
+                       if not isinstance(p, ast.Slice))
+        except Exception:  # noqa: BLE001 - judged by the names it reads instead
+            return any(self.carries(self.scope[n.id]) for n in ast.walk(key)
+                       if isinstance(n, ast.Name) and n.id in self.scope)
+        finally:
+            del self.body[mark:]
 
     def note_global(self, name: str) -> None:
         """A user global read by code printed verbatim: bind it when the module loads."""
@@ -243,7 +309,7 @@ class Expressions:
             return not isinstance(value.value, np.ndarray)
         if isinstance(value, Pack):
             return all(self.is_static(v) for v in value.items)
-        return value.name in self.static
+        return isinstance(value, Var) and value.name in self.static
 
     def static_expr(self, node: ast.expr, hint: str = "value") -> Var:
         expr, uses = self.rename(node)
@@ -265,10 +331,10 @@ class Expressions:
                 if isinstance(value, Const):
                     return ast.copy_location(T.const_expr(value), n)
                 if isinstance(value, Pack):
-                    items = [T.const_expr(v) if isinstance(v, Const) else
-                             ast.Name(v.name, ast.Load()) for v in value.items]
-                    uses.extend(v.name for v in value.items if isinstance(v, Var))
-                    return ast.Tuple(items, ast.Load())
+                    return ast.copy_location(self.pack(value), n)
+                if isinstance(value, Closure):
+                    raise lowerer.error(f"the lambda {n.id!r} is compiled only where it is "
+                                        "called", n)
                 if isinstance(value, Tree):       # len(xs) of a pytree argument
                     if value.root is None:
                         uses.extend(v.name for _, v in value.leaves())
@@ -277,6 +343,22 @@ class Expressions:
                     return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
                 lowerer.note_global(n.id)
                 return n
+
+            def pack(self, value: Pack) -> ast.expr:
+                items = []
+                for v in value.items:
+                    if isinstance(v, Pack):
+                        items.append(self.pack(v))
+                    elif isinstance(v, Const):
+                        items.append(T.const_expr(v))
+                    elif isinstance(v, Var):
+                        uses.append(v.name)
+                        items.append(ast.Name(v.name, ast.Load()))
+                    else:
+                        raise lowerer.error("srcgrad cannot use a pytree inside a list here",
+                                            node)
+                kind = ast.List if value.is_list else ast.Tuple
+                return kind(items, ast.Load())
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import linecache
+import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 from srcgrad.errors import CompileError, Location
+from srcgrad.freshness import same_code
 
-__all__ = ["Source", "parse_function", "Env", "Unresolved"]
+__all__ = ["Source", "parse_function", "not_plain", "returned_tuple", "Env", "Unresolved",
+           "with_recursion_room"]
 
 
 @dataclass
@@ -45,9 +49,33 @@ class Source:
         return (segment or ast.unparse(node)).splitlines()[0]
 
 
+def not_plain(fn: Any) -> str | None:
+    """Why ``fn`` is not a plain function (a generator, a coroutine …), or None."""
+    checks = ((inspect.isasyncgenfunction, "an async generator function"),
+              (inspect.iscoroutinefunction, "a coroutine function (async def)"),
+              (inspect.isgeneratorfunction, "a generator function (it contains yield)"))
+    for check, what in checks:
+        try:
+            if check(fn):
+                return (f"{_label(fn)} is {what}: srcgrad differentiates plain functions "
+                        "that return their value")
+        except Exception:  # noqa: BLE001 - an object inspect cannot read is judged later
+            return None
+    return None
+
+
+def _label(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
+
+
 def parse_function(fn: Any) -> Source:
-    """Parse ``fn``'s source.  Raises CompileError when the source cannot be read."""
-    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    """Parse ``fn``'s source.  Raises CompileError when the source cannot be read, when
+    ``fn`` is not a plain function, or when the source on disk is not the running code."""
+    name = _label(fn)
+    reason = not_plain(fn)
+    if reason is not None:
+        raise CompileError(reason)
     try:
         lines, start = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
@@ -82,24 +110,107 @@ def parse_function(fn: Any) -> Source:
                 node.col_offset += indent
                 if node.end_col_offset is not None:
                     node.end_col_offset += indent
-    target = _find(tree, fn)
+    target = _find(tree, fn, filename)
     if target is None:
         raise CompileError(f"srcgrad could not find the definition of {name} in its source")
-    return Source(target, filename, file_lines, getattr(fn, "__name__", name))
+    if isinstance(target, (ast.AsyncFunctionDef, ast.GeneratorExp)) or any(
+            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(target)):
+        raise CompileError(f"{name} is not a plain function (async def, yield or await): "
+                           "srcgrad differentiates plain functions that return their value")
+    label = getattr(fn, "__name__", name)
+    return Source(target, filename, file_lines, label if isinstance(label, str) else name)
 
 
-def _find(tree: ast.AST, fn: Any) -> ast.FunctionDef | ast.Lambda | None:
+def returns_of(node: ast.AST) -> list[ast.expr]:
+    """The values a function returns (a lambda: its body)."""
+    if isinstance(node, ast.Lambda):
+        return [node.body]
+    return [n.value for n in _own_nodes(node) if isinstance(n, ast.Return)]
+
+
+def returned_tuple(node: ast.AST) -> int | None:
+    """The length of the tuple (or list) literal every ``return`` of a function gives (None:
+    none returns one; -1: some do and some do not, or their lengths differ)."""
+    values = returns_of(node)
+    sequences = (ast.Tuple, ast.List)
+    kinds = {len(v.elts) if isinstance(v, sequences) and not any(
+        isinstance(e, ast.Starred) for e in v.elts) else
+        -1 if isinstance(v, sequences) else None for v in values}
+    if len(kinds) > 1 or -1 in kinds:
+        return -1
+    return kinds.pop() if kinds else None
+
+
+def _own_nodes(node: ast.AST):
+    """The nodes of a function's own body (not of functions or lambdas nested in it)."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                              ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(n))
+
+
+def _find(tree: ast.AST, fn: Any, filename: str) -> ast.FunctionDef | ast.Lambda | None:
+    """The definition of ``fn`` in its parsed source: by name (a lambda by parameters), and
+    among several candidates the one whose code is the running code.  Refuses when the
+    source differs from the running code (edited since import) or cannot tell two apart."""
     code = fn.__code__
     if code.co_name == "<lambda>":
         params = list(code.co_varnames[:code.co_argcount])
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == params:
-                return node
+        candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                      and [a.arg for a in n.args.args] == params]
+    else:
+        candidates = [n for n in ast.walk(tree) if isinstance(
+            n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name]
+    if not candidates:
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            return node
-    return None
+    verdicts = [same_code(n, code, filename) for n in candidates]
+    matching = [n for n, v in zip(candidates, verdicts) if v]
+    if matching:
+        if len(matching) > 1 and len({ast.dump(n) for n in matching}) > 1:
+            raise CompileError(f"{_label(fn)}: several definitions on its lines compile to "
+                               "the same code; srcgrad cannot tell which one runs (give it "
+                               "a line of its own)")
+        return matching[0]
+    if all(v is None for v in verdicts) and len(candidates) == 1:
+        return candidates[0]                    # cannot be compiled alone to compare
+    if any(v is False for v in verdicts) and not any(v is None for v in verdicts):
+        raise CompileError(f"the source of {_label(fn)} in {_short(filename)} differs from "
+                           "the running code (was the file edited after it was imported?); "
+                           "srcgrad differentiates only the code that runs: reload the module")
+    raise CompileError(f"{_label(fn)}: srcgrad cannot tell which definition in its source is "
+                       "the running code")
+
+
+def _short(filename: str) -> str:
+    import os
+    return os.path.basename(filename)
+
+
+RECURSION_ROOM = 20000
+"""The recursion limit while compiling: a long expression (``x + x + …`` of a thousand terms)
+is a deep tree that the lowering and the emitters walk recursively."""
+
+
+def with_recursion_room(fn: Any) -> Any:
+    """Run ``fn`` with room for deep expressions; a RecursionError is a CompileError."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        old = sys.getrecursionlimit()
+        if old < RECURSION_ROOM:
+            sys.setrecursionlimit(RECURSION_ROOM)
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise CompileError("the function is nested too deeply for the compiler (an "
+                               "expression of thousands of terms?); split it into "
+                               "statements") from None
+        finally:
+            if sys.getrecursionlimit() == RECURSION_ROOM:
+                sys.setrecursionlimit(old)
+    return wrapper
 
 
 class Unresolved(Exception):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,8 +108,9 @@ class Function:
 
 def fresh_name(base: str, used: set[str]) -> str:
     """``base`` made a valid identifier and unique in ``used`` (``x``, ``x_1``, …); recorded."""
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "t"
-    if base[0].isdigit() or keyword.iskeyword(base):
+    base = unicodedata.normalize("NFKC", str(base))     # as Python reads identifiers
+    base = "".join(c if ("a" + c).isidentifier() else "_" for c in base).strip("_") or "t"
+    if not base.isidentifier() or keyword.iskeyword(base):
         base = "v_" + base
     name, k = base, 0
     while name in used:

@@ -31,14 +31,40 @@ MATH = {math.exp: np.exp, math.log: np.log, math.sqrt: np.sqrt, math.sin: np.sin
         math.pow: np.power, math.asinh: np.arcsinh, math.acosh: np.arccosh,
         math.atanh: np.arctanh, math.floor: np.floor, math.ceil: np.ceil}
 BUILTIN_MATH = {builtins.abs: np.abs, builtins.pow: np.power}
-STATIC_BUILTINS = {builtins.len, builtins.int, builtins.range, builtins.isinstance,
-                   builtins.type, builtins.bool, builtins.str, builtins.round, builtins.tuple,
-                   builtins.list, builtins.dict, builtins.enumerate, builtins.zip,
-                   np.shape, np.ndim, np.size, np.result_type, np.dtype}
 EFFECTS = {builtins.print}
-CONSTRUCTORS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                np.empty_like, np.full_like, np.eye, np.identity, np.arange, np.linspace,
-                np.logspace, np.meshgrid, np.float32, np.float64, np.int64, np.int32}
+
+_SHAPE = "only the shape, size or dtype of its arguments"
+_CONSTANT = "piecewise constant: its derivative is zero wherever it exists"
+NONDIFF_CALLS: dict[Any, str] = {
+    builtins.len: _SHAPE, builtins.isinstance: "a type test", builtins.issubclass: "a type test",
+    builtins.type: "a type", builtins.callable: "a type test", builtins.id: "an identity",
+    builtins.range: "integers", builtins.int: _CONSTANT, builtins.bool: _CONSTANT,
+    builtins.round: _CONSTANT, builtins.str: "text", builtins.repr: "text",
+    builtins.format: "text", builtins.hash: "a hash", builtins.any: "a truth value",
+    builtins.all: "a truth value",
+    np.shape: _SHAPE, np.ndim: _SHAPE, np.size: _SHAPE, np.result_type: "a dtype",
+    np.dtype: "a dtype", np.can_cast: "a dtype test", np.promote_types: "a dtype",
+    np.zeros: "a constant array", np.ones: "a constant array", np.empty: "a constant array",
+    np.eye: "a constant array", np.identity: "a constant array",
+    np.zeros_like: _SHAPE, np.ones_like: _SHAPE, np.empty_like: _SHAPE,
+    np.int8: _CONSTANT, np.int16: _CONSTANT, np.int32: _CONSTANT, np.int64: _CONSTANT,
+    np.uint8: _CONSTANT, np.uint16: _CONSTANT, np.uint32: _CONSTANT, np.uint64: _CONSTANT,
+    np.intp: _CONSTANT, np.bool_: _CONSTANT,
+    math.isnan: "a test", math.isinf: "a test", math.isfinite: "a test",
+    math.isclose: "a test", math.trunc: _CONSTANT,
+}
+"""Calls whose result provably carries no gradient, whatever their arguments (→ why): printed
+as plain Python, never differentiated."""
+
+STATIC_WHEN_CONSTANT: set[Any] = {
+    builtins.enumerate, builtins.zip, builtins.dict, builtins.set, builtins.frozenset,
+    builtins.sorted, builtins.reversed, builtins.map, builtins.filter, builtins.divmod,
+    builtins.slice, builtins.chr, builtins.ord, builtins.complex, builtins.iter, builtins.next,
+    np.arange, np.meshgrid, np.tri, np.indices,
+}
+"""Calls that are plain Python when no argument carries a gradient, and refused otherwise (a
+gradient could flow through them, which srcgrad does not model).  So are classes, random draws
+(``np.random.*``, Generator methods) and calls of static values."""
 
 # array methods: name -> (NumPy function, takes its arguments as one shape/axes tuple)
 METHODS: dict[str, tuple[Any, bool]] = {
@@ -135,11 +161,11 @@ def call_name(prim: Primitive, inputs: list) -> str:
 def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: dict,
                    node: ast.AST) -> Any:
     if name == "astype":
+        from srcgrad.values import lower_astype
+        if not args and "dtype" not in kwargs:
+            raise lowerer.error("x.astype() needs a dtype", node)
         dtype = args[0] if args else lowerer.param(kwargs["dtype"])
-        if isinstance(dtype, Const):
-            dtype = dtype.value
-        return lowerer.prim(PRIMITIVES["cast"], [receiver], {"dtype": np.dtype(dtype)},
-                            f"{receiver.name}_cast", node)
+        return lower_astype(lowerer, receiver, dtype, node)
     if name == "item":
         return lowerer.prim(PRIMITIVES["item"], [receiver], {}, f"{receiver.name}_item", node)
     raise lowerer.error(f"srcgrad cannot compile the array method .{name}()", node)
@@ -161,13 +187,106 @@ def _join(prim_name: str) -> Any:
 
 
 def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-    if not args or not isinstance(args[0], Const) or not isinstance(args[0].value, str):
-        raise lowerer.error("np.einsum is compiled with a literal subscripts string", node)
-    return lowerer.prim(PRIMITIVES["einsum"], args[1:], {"subscripts": args[0].value}, "einsum",
+    """``np.einsum`` with a literal subscripts string or literal sublists; ``optimize``
+    changes the order of the work, never the value, so it is accepted and dropped."""
+    from srcgrad.runtime.rules.linalg import sublist_subscripts
+    for key in kwargs:
+        if key != "optimize":
+            raise lowerer.error(f"np.einsum(..., {key}=...) is not compiled", node)
+    if args and isinstance(args[0], Const) and isinstance(args[0].value, str):
+        subscripts, operands = args[0].value, args[1:]
+    else:
+        spelled = list(args)
+        for k in [*range(1, len(args), 2), *([len(args) - 1] if len(args) % 2 else [])]:
+            spelled[k] = _sublist(args[k])
+        if len(args) < 2 or any(spelled[k] is None for k in range(1, len(args), 2)) or (
+                len(args) % 2 and spelled[-1] is None):
+            raise lowerer.error("np.einsum is compiled with a literal subscripts string or "
+                                "literal sublists of ints", node)
+        subscripts, operands = sublist_subscripts(tuple(spelled))
+    return lowerer.prim(PRIMITIVES["einsum"], operands, {"subscripts": subscripts}, "einsum",
                         node)
 
 
+def _sublist(value: Any) -> list | None:
+    """A literal einsum sublist (``[0, 1]``, ``[Ellipsis, 1]``) as a list, else None."""
+    from srcgrad.expressions import Pack
+    items = value.items if isinstance(value, Pack) else None
+    if items is None and isinstance(value, Const) and isinstance(value.value, (list, tuple)):
+        items = [Const(v) for v in value.value]
+    if items is None:
+        return None
+    out = [item.value if isinstance(item, Const) else None for item in items]
+    ok = all(v is Ellipsis or isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52
+             for v in out)
+    return out if ok else None
+
+
+def _static_params(lowerer: Any, fun: Any, items: list, node: ast.AST) -> dict:
+    """Keyword parameters of a call, as Python values (a run-time value is refused)."""
+    params = {}
+    for name, value in items:
+        if isinstance(value, ast.AST):
+            value = lowerer.param(value)
+        if isinstance(value, Const):
+            value = value.value
+        if isinstance(value, Var):
+            raise lowerer.error(f"np.linalg.{fun.__name__}(): the argument {name!r} must be a "
+                                "literal or a named constant", node)
+        params[name] = value
+    return params
+
+
+def _tuple_result(fun: Any, nin: int) -> Any:
+    """A NumPy function that returns a tuple (``eigh``, ``svd``, ``qr``, ``slogdet``,
+    ``lstsq``): one primitive per element, packed as a tuple."""
+    def lower(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+        import inspect
+
+        from srcgrad.expressions import Pack
+        from srcgrad.runtime.rules.solvers import result_parts
+        try:
+            items = list(inspect.signature(fun).bind(*args, **kwargs).arguments.items())
+        except TypeError as exc:
+            raise lowerer.error(f"np.linalg.{fun.__name__}(): {exc}", node) from None
+        try:
+            parts, params, is_tuple = result_parts(fun, _static_params(lowerer, fun,
+                                                                       items[nin:], node))
+        except ValueError as exc:
+            raise lowerer.error(str(exc), node) from None
+        inputs = [value for _, value in items[:nin]]
+        values = [lowerer.prim(p, inputs, dict(params), p.name, node) for p in parts]
+        return Pack(values) if is_tuple else values[0]
+    return lower
+
+
+def _multi_dot(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+    from srcgrad.expressions import Pack
+    if kwargs or len(args) != 1 or not isinstance(args[0], Pack):
+        raise lowerer.error("np.linalg.multi_dot is compiled on a list or tuple literal of "
+                            "arrays, without out=", node)
+    return lowerer.prim(PRIMITIVES["multi_dot"], args[0].items, {}, "multi_dot", node)
+
+
+def _polyval(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+    """``np.polyval(p, x)``; coefficients given as a list are stacked into an array first."""
+    from srcgrad.expressions import Pack
+    if kwargs or len(args) != 2:
+        raise lowerer.error("np.polyval is compiled as np.polyval(p, x)", node)
+    p, x = args
+    if isinstance(p, Pack) and lowerer.is_static(p):
+        p = lowerer.static_expr(node.args[0], hint="coefficients")
+    elif isinstance(p, Pack):
+        p = lowerer.prim(PRIMITIVES["stack"], p.items, {"axis": 0}, "coefficients", node)
+    return lowerer.prim(PRIMITIVES["polyval"], [p, x], {}, "polyval", node)
+
+
 def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+    from srcgrad.values import array_options, cast_value
+    dtype = array_options(lowerer, args, kwargs, node)
+    if dtype is not None:                          # np.array(x, dtype=…): built, then cast
+        out = cast_value(lowerer, _array(lowerer, args[:1], {}, node), dtype, node)
+        return lowerer.static_expr(node, hint="array") if out is None else out
     from srcgrad.expressions import Pack
     value = args[0]
     if lowerer.is_runtime_list(value):
@@ -179,5 +298,25 @@ def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     return lowerer.prim(np.copy, [value], {}, "array", node)
 
 
+def _asarray(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+    """``np.asarray(a)`` of an array is ``a`` itself, not a copy: the result is recorded as
+    sharing ``a``'s storage (a write into either shows in both)."""
+    out = _array(lowerer, args, kwargs, node)
+    if isinstance(out, Var) and args and isinstance(args[0], Var):
+        lowerer.link(out.name, args[0])
+    return out
+
+
 SPECIAL_CALLS = {np.concatenate: _join("concatenate"), np.stack: _join("stack"),
-                 np.einsum: _einsum, np.array: _array, np.asarray: _array}
+                 np.einsum: _einsum, np.array: _array, np.asarray: _asarray,
+                 np.linalg.multi_dot: _multi_dot, np.polyval: _polyval,
+                 np.linalg.eigh: _tuple_result(np.linalg.eigh, 1),
+                 np.linalg.svd: _tuple_result(np.linalg.svd, 1),
+                 np.linalg.qr: _tuple_result(np.linalg.qr, 1),
+                 np.linalg.slogdet: _tuple_result(np.linalg.slogdet, 1),
+                 np.linalg.lstsq: _tuple_result(np.linalg.lstsq, 2)}
+
+from srcgrad.lowering_arrays import ARRAY_CALLS, SpecialCalls  # noqa: E402
+from srcgrad.values import VALUE_CALLS  # noqa: E402, F401  (calls carrying a value, lowered)
+
+SPECIAL_CALLS = SpecialCalls({**SPECIAL_CALLS, **ARRAY_CALLS})  # and scipy.special's, lazily

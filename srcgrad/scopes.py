@@ -49,6 +49,8 @@ def read(stmts: list[ast.AST]) -> set[str]:
     for n in walk(stmts):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             names.add(n.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            names.add(n.target.id)                     # n += 1 reads n
         elif isinstance(n, _SCOPES):
             names |= _free(n)
     return names
@@ -84,6 +86,11 @@ def exposed(stmts: list[ast.stmt]) -> set[str]:
     killed: set[str] = set()
     out: set[str] = set()
     for s in stmts:
+        if isinstance(s, ast.If):            # each branch reads what it does not assign first
+            reads = read([s.test]) | exposed(s.body) | exposed(s.orelse)
+            out |= reads - killed
+            killed |= _definite(s.body) & _definite(s.orelse)
+            continue
         if isinstance(s, ast.For):
             reads = read([s.iter]) | (exposed(s.body) - _targets(s.target)) | read(s.orelse)
         elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
@@ -96,6 +103,19 @@ def exposed(stmts: list[ast.stmt]) -> set[str]:
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             killed |= set().union(*(_targets(t) for t in targets))
     return out
+
+
+def _definite(stmts: list[ast.stmt]) -> set[str]:
+    """Names a block surely assigns (by its own assignments, or in both branches of an if)."""
+    names: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ast.Assign):
+            names |= set().union(*(_targets(t) for t in s.targets))
+        elif isinstance(s, ast.AnnAssign) and s.value is not None:
+            names |= _targets(s.target)
+        elif isinstance(s, ast.If):
+            names |= _definite(s.body) & _definite(s.orelse)
+    return names
 
 
 def _targets(target: ast.expr) -> set[str]:

@@ -1,0 +1,220 @@
+"""Never differentiate code that is not running.
+
+Two checks:
+
+- :func:`same_code`: the ``def`` (or ``lambda``) parsed from the file is the code that runs.
+  The parsed node is compiled on its own and its bytecode compared with the running code
+  object's, recursively, tolerant of what compiling it alone changes (a free name read as a
+  global rather than from a closure cell, a module's attribute read as a method, private-name
+  mangling, line numbers, docstrings).
+  A module edited on disk after import fails it.
+- :class:`Snapshot`: the identity of every free value the compiled code bound when it was built
+  (globals, closure cells, helpers, and each helper's own), cheap to re-check before a call:
+  a global, closure variable or helper rebound since then makes :meth:`Snapshot.changed` name
+  it, and the transform is rebuilt.
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import builtins
+import dis
+import re
+import types
+from typing import Any
+
+__all__ = ["same_code", "Snapshot", "code_of_node"]
+
+_SKIP = {"RESUME", "PUSH_NULL", "PRECALL", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "NOP",
+         "EXTENDED_ARG", "KW_NAMES"}
+_FREE_LOADS = {"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF",
+               "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+_MANGLED = re.compile(r"^_[A-Za-z0-9_]*?[A-Za-z0-9](__\w*)$")
+
+
+def _instructions(code: types.CodeType) -> list[tuple]:
+    """The code's instructions, normalised: no bookkeeping, free loads alike, jumps by index."""
+    raw = list(dis.get_instructions(code))
+    index: dict[int, int] = {}
+    k = 0
+    for ins in raw:
+        index[ins.offset] = k
+        if ins.opname not in _SKIP:
+            k += 1
+    out: list[tuple] = []
+    for ins in raw:
+        if ins.opname in _SKIP:
+            continue
+        name, arg = ins.opname, ins.argval
+        if name in _FREE_LOADS:
+            name = "LOAD_FREE"
+        elif name == "LOAD_METHOD":         # a method of an imported module: LOAD_ATTR
+            name = "LOAD_ATTR"
+        if ins.opcode in _JUMPS and isinstance(arg, int):
+            arg = ("jump", index.get(arg, arg))
+        elif isinstance(arg, types.CodeType):
+            arg = ("code", arg)
+        elif name == "LOAD_CONST":
+            arg = ("const", type(arg).__name__, repr(arg))
+        out.append((name, arg))
+    return out
+
+
+def _same_name(a: Any, b: Any) -> bool:
+    if a == b:
+        return True
+    if isinstance(a, str) and isinstance(b, str):          # __x in a class is _Cls__x
+        m = _MANGLED.match(b)
+        return bool(m and m.group(1) == a) or bool((m := _MANGLED.match(a)) and
+                                                  m.group(1) == b)
+    return False
+
+
+def _same(parsed: types.CodeType, running: types.CodeType, depth: int = 0) -> bool:
+    if depth > 50:
+        return True
+    if parsed.co_argcount != running.co_argcount or \
+            parsed.co_kwonlyargcount != running.co_kwonlyargcount or \
+            (parsed.co_flags ^ running.co_flags) & (0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200):
+        return False
+    a, b = _instructions(parsed), _instructions(running)
+    if len(a) != len(b):
+        return False
+    for (op1, arg1), (op2, arg2) in zip(a, b):
+        if op1 != op2:
+            return False
+        if isinstance(arg1, tuple) and arg1 and arg1[0] == "code":
+            if not (isinstance(arg2, tuple) and arg2[0] == "code" and
+                    _same(arg1[1], arg2[1], depth + 1)):
+                return False
+        elif not _same_name(arg1, arg2):
+            return False
+    return True
+
+
+_FUTURE = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE |= getattr(__future__, _feature).compiler_flag
+
+
+def code_of_node(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, filename: str,
+                 flags: int = 0) -> types.CodeType | None:
+    """The code object of ``node`` compiled on its own (None when it cannot be, such as a
+    ``nonlocal`` outside its enclosing function)."""
+    try:
+        if isinstance(node, ast.Lambda):
+            tree: ast.AST = ast.Expression(node)
+            mode = "eval"
+        else:
+            tree = ast.Module([node], type_ignores=[])
+            mode = "exec"
+        code = compile(ast.fix_missing_locations(tree), filename, mode, flags=flags & _FUTURE,
+                       dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            return const
+    return None
+
+
+def same_code(node: ast.AST, code: types.CodeType, filename: str) -> bool | None:
+    """Whether ``node`` compiles to ``code`` (None: it cannot be compiled alone to tell)."""
+    parsed = code_of_node(node, filename, code.co_flags)   # its module's __future__ too
+    if parsed is None:
+        return None
+    return _same(parsed, code)
+
+
+# ------------------------------------------------------------------------- free values
+def _free_names(code: types.CodeType) -> set[str]:
+    """Names the code may read from its globals or closure (nested code included)."""
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _free_names(const) - set(code.co_varnames) - set(code.co_cellvars)
+    return names
+
+
+_MISSING = object()
+
+
+def _lookup(fn: types.FunctionType, name: str) -> Any:
+    code = fn.__code__
+    if name in code.co_freevars and fn.__closure__:
+        try:
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:                      # an empty cell
+            return _MISSING
+    value = fn.__globals__.get(name, _MISSING)
+    if value is _MISSING:
+        value = getattr(builtins, name, _MISSING)
+    return value
+
+
+def _function(value: Any) -> types.FunctionType | None:
+    if isinstance(value, types.FunctionType):
+        return value
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        return value.__func__
+    return None
+
+
+class Snapshot:
+    """The identities of the free values of ``fn`` and of the user functions it reaches."""
+
+    def __init__(self, fn: Any, limit: int = 64) -> None:
+        self.functions: list[tuple[Any, types.CodeType]] = []
+        self.cells: list[tuple[Any, Any, str]] = []         # (cell, value, name)
+        self.names: list[tuple[dict, str, Any]] = []        # (namespace, name, value)
+        seen: set[int] = set()
+        todo = [f for f in [_function(fn)] if f is not None]
+        while todo and len(seen) < limit:
+            f = todo.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            self.functions.append((f, f.__code__))
+            for name in sorted(_free_names(f.__code__)):
+                self._record(f, name)
+                inner = _function(_lookup(f, name))
+                if inner is not None and not _is_library(inner):
+                    todo.append(inner)
+
+    def _record(self, f: types.FunctionType, name: str) -> None:
+        code = f.__code__
+        if name in code.co_freevars and f.__closure__:
+            cell = f.__closure__[code.co_freevars.index(name)]
+            self.cells.append((cell, _contents(cell), name))
+            return
+        value = f.__globals__.get(name, _MISSING)
+        self.names.append((f.__globals__, name, value))
+        if value is _MISSING:                     # a builtin, unless a global shadows it
+            self.names.append((vars(builtins), name, getattr(builtins, name, _MISSING)))
+
+    def changed(self) -> str | None:
+        """The first free name whose value was rebound since the snapshot, or None."""
+        for namespace, name, value in self.names:
+            if namespace.get(name, _MISSING) is not value:
+                return repr(name)
+        for cell, value, name in self.cells:
+            if _contents(cell) is not value:
+                return repr(name)
+        for f, code in self.functions:
+            if f.__code__ is not code:
+                return f"the code of {f.__qualname__}"
+        return None
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:                          # an empty cell
+        return _MISSING
+
+
+def _is_library(fn: types.FunctionType) -> bool:
+    module = getattr(fn, "__module__", "") or ""
+    return module.split(".")[0] in ("numpy", "scipy", "srcgrad", "builtins", "math")
