@@ -11,6 +11,7 @@ computed.
 from __future__ import annotations
 
 import ast
+import keyword
 import os
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,23 @@ _NUMPY_OF = {}
 for _fun, (_prim, _) in NUMPY_BINDINGS.items():
     _NUMPY_OF.setdefault(_prim, _fun)
 _NUMPY_OF.update(PRINTED_AS)
+
+
+def _function_of(prim: Any) -> Any:
+    """The function a primitive prints as (NumPy's, or a user's given a rule by defvjp,
+    also after this module was imported)."""
+    fun = _NUMPY_OF.get(prim)
+    if fun is None:
+        fun = next((f for f, (p, _) in NUMPY_BINDINGS.items() if p is prim), None)
+        if fun is not None:
+            _NUMPY_OF[prim] = fun
+    return fun
+
+
+def _is_numpy(fun: Any) -> bool:
+    module = getattr(fun, "__module__", None) or ""
+    return isinstance(fun, np.ufunc) or module == "builtins" or module.split(".")[0] in (
+        "numpy", "cupy")
 
 
 def comment(text: str) -> ast.stmt:
@@ -142,6 +160,10 @@ class Emitter(Accumulation):
     def prim_expr(self, st: Stmt) -> ast.expr:
         prim, name = st.fn, st.fn.name
         args = [self.operand(a) for a in st.args]
+        if self.scalar and name in ("power", "pow_scalar"):   # raises where NumPy gives nan
+            exponent = args[1] if name == "power" else to_expr(st.params["p"])
+            return ast.Call(ast.Attribute(_name("math"), "pow", ast.Load()),
+                            [args[0], exponent], [])
         if name in _OPERATORS:
             return ast.BinOp(args[0], _OPERATORS[name](), args[1])
         if name in _COMPARE:
@@ -166,11 +188,25 @@ class Emitter(Accumulation):
         if name == "einsum":
             return ast.Call(numpy_path(np.einsum, self.namespace),
                             [ast.Constant(st.params["subscripts"]), *args], [])
-        numpy_fun = _NUMPY_OF.get(prim)
+        numpy_fun = _function_of(prim)
+        if numpy_fun is not None and not _is_numpy(numpy_fun):
+            return ast.Call(_name(self.bound_name(numpy_fun)), args, kwargs)
         if numpy_fun is not None:
             return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
                             args, kwargs)
         return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
+
+    def bound_name(self, fun: Any) -> str:
+        """The name of a user's function (given a rule by ``srcgrad.defvjp``) in the
+        generated module: the name the user's code reads it by, else a fresh one bound there."""
+        for name, value in self.fn.free.items():
+            if value is fun:
+                return name
+        base = getattr(fun, "__name__", "")
+        base = base if base.isidentifier() and not keyword.iskeyword(base) else "function"
+        name = self.fresh(base)
+        self.fn.free[name] = fun
+        return name
 
     # ------------------------------------------------------------------------ adjoint
     def adjoint(self, seed: Any) -> list[ast.stmt]:
@@ -371,7 +407,8 @@ class Emitter(Accumulation):
         if self.scalar:                       # Python floats in, Python floats out
             if d is None:
                 return ast.Constant(0.0)
-            return ast.Constant(float(d)) if isinstance(d, float) else d
+            return ast.Constant(float(d)) if isinstance(d, float) else ast.Call(
+                _name("float"), [d], [])
         if d is None:
             return ast.Call(helper("zero_gradient", support.zero_gradient), [_name(param)], [])
         value = ast.Constant(d) if isinstance(d, float) else d

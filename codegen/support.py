@@ -8,7 +8,7 @@ import numpy as np
 def match_input(g, x):
     """The gradient ``g`` shaped as the input ``x``: its shape and float dtype, or a float."""
     if isinstance(x, float):
-        return float(g)
+        return float(g) if type(x) is float else type(x)(g)      # np.float64 stays one
     if not (hasattr(x, "dtype") and x.dtype.kind in "fc"):
         return None                          # ints, bools, data: no gradient
     if not hasattr(g, "shape") or g.shape != x.shape:

@@ -39,7 +39,7 @@ MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log
               np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.log1p: "log1p",
               np.expm1: "expm1", np.log2: "log2", np.log10: "log10", np.fabs: "fabs",
               np.arctan2: "atan2", np.hypot: "hypot", np.arcsinh: "asinh",
-              np.arccosh: "acosh", np.arctanh: "atanh", np.floor: "floor", np.ceil: "ceil"}
+              np.arccosh: "acosh", np.arctanh: "atanh"}     # not floor/ceil: math's give ints
 
 
 def numpy_path(func: Any, namespace: str = "np") -> ast.expr:

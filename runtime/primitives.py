@@ -261,9 +261,10 @@ def _as_primitive(fun: Any, nin: int | None, broadcasts: bool | None, dtype_rule
     if isinstance(fun, np.ufunc):
         prim = Primitive(fun.__name__, fun, fun.nin, dtype_rule=dtype_rule, elementwise=True,
                          broadcasts=fun.nin > 1 if broadcasts is None else broadcasts)
-    else:
-        prim = Primitive(fun.__name__, fun, nin, broadcasts=bool(broadcasts),
-                         dtype_rule=dtype_rule)
+    else:      # a user's function may broadcast its inputs: undone as the eager engine does
+        user = not (getattr(fun, "__module__", None) or "").startswith("numpy")
+        prim = Primitive(fun.__name__, fun, nin, dtype_rule=dtype_rule,
+                         broadcasts=user if broadcasts is None else broadcasts)
     PRIMITIVES[prim.name] = prim
     bind_numpy(fun, prim)
     return prim

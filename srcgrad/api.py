@@ -3,6 +3,9 @@
 A transform compiles when it is created (ahead of time): ``.source`` and ``.graph`` can be read
 at once.  When the compiler cannot handle the function it falls back to the eager engine with
 one ``FallbackWarning`` naming the reason (``strict=True`` raises the ``CompileError``).
+
+A safety net (``srcgrad.safety``) stands behind the compiled code: when it raises, the call
+runs again on the eager engine.  The function may be any callable (``srcgrad.callables``).
 """
 
 from __future__ import annotations
@@ -16,38 +19,63 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad import frontend, pytree
+from srcgrad.callables import call_with, describe, target
 from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.freshness import Snapshot
+from srcgrad.runtime.tensor import Tensor
+from srcgrad.safety import EAGER, PASS_THROUGH, SafetyNet, signature
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform"]
+__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
+
+BACKENDS = ("numpy", "cupy", "auto")
 
 
-class Transform:
+class _ArgumentError(TypeError):
+    """A differentiated argument that is not real floating point (raised as it is)."""
+
+
+class Transform(SafetyNet):
     """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
 
     def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *, backend: str = "numpy",
                  strict: bool = False) -> None:
-        functools.update_wrapper(self, fun)
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; the known backends are "
+                             f"{', '.join(map(repr, BACKENDS))}")
+        functools.update_wrapper(self, fun, updated=())
         self.__wrapped__ = fun
         self.kind, self.backend, self.strict = kind, backend, strict
-        self._signature = inspect.signature(fun)
+        self._target, self._prefix, refusal = target(fun)
+        not_plain = frontend.not_plain(self._target)
+        if not_plain is not None:                 # no fallback runs a generator either
+            raise TypeError(not_plain)
+        self._given = (fun, kind, wrt, backend, strict)
+        self._snapshot = Snapshot(self._target)   # free values, to see them rebound
+        self._signature = inspect.signature(self._target)
         names = list(self._signature.parameters)
         self._nparams = len(names)
+        self._call = call_with(self._signature)
         self._single = not isinstance(wrt, (tuple, list))
-        self.wrt = tuple(_position(w, names, fun) for w in ((wrt,) if self._single else wrt))
+        shown = names[len(self._prefix):]
+        self.wrt = tuple(_position(w, shown, fun) + len(self._prefix)
+                         for w in ((wrt,) if self._single else wrt))
         self.source: str | None = None
         self.graph = None
         self.fallback_reason: str | None = None
         self._fn: Callable | None = None
-        self._specialised: dict[str, Callable | None] = {}
+        self._specialised: dict[Any, Callable | None] = {}
         self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
         self._namespace: dict = {}
         self._free: dict = {}
         self._probe_fn: Callable | None = None
         self._latest: Callable | None = None    # the newest shape specialisation
         self._shapes_fixed = False
+        self._eager_keys: set = set()         # signatures whose compiled code failed
+        self._vjp = kind == "vjp" and backend != "auto"
         if backend == "auto":               # decided at the first call, by the arrays passed
             return
-        built = self._build({}, stacklevel=4)
+        built = self._build({}, stacklevel=4, refusal=refusal)
         if built is not None:
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
@@ -56,28 +84,38 @@ class Transform:
             self._shapes_fixed = kind != "vjp" and backend == "numpy" and \
                 shapes_follow_from_inputs(built.ir)
 
-    def _build(self, trees: dict, stacklevel: int) -> Any:
+    @property
+    def _name(self) -> str:
+        return describe(self.__wrapped__)
+
+    def _build(self, trees: dict, stacklevel: int, refusal: str | None = None) -> Any:
         from srcgrad.compiler import build
         try:
-            return build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
+            if refusal is not None:
+                raise CompileError(refusal)
+            return build(self._target, self.kind, self.wrt, self._single, self.backend,
                          trees)
         except CompileError as exc:
             if self.strict:
                 raise
             if self.fallback_reason is None:
                 self.fallback_reason = str(exc)
-                warnings.warn(f"srcgrad falls back to the eager engine for "
-                              f"{self.__wrapped__.__qualname__}: {exc}", FallbackWarning,
-                              stacklevel=stacklevel)
+                warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: "
+                              f"{exc}", FallbackWarning, stacklevel=stacklevel)
             return None
 
+    # ------------------------------------------------------------- the compiled code
     def _by_shapes(self, args: tuple) -> Any:
         """Code specialised for the arguments' shapes and dtypes, learnt at a first call.
 
         The first call with a new signature runs the generic code, which also reports the
         shape of every value; the code built from those facts (no run-time shape checks, sizes
-        folded into constants, matrix products written out) serves the later calls.
+        folded into constants, matrix products written out) serves the later calls.  Only
+        plain float arrays and Python floats specialise (what the guard can recognise);
+        subclasses, NumPy scalars and other dtypes run the generic code.
         """
+        if not all(_plain(a) for a in args):
+            return self._fn(*args)
         key = tuple((a.shape, a.dtype) if type(a) is np.ndarray else type(a) for a in args)
         fn = self._specialised.get(key)
         if fn is not None:
@@ -90,8 +128,12 @@ class Transform:
         facts.update({name: ((), float) for name, v in values.items() if type(v) is float})
         from srcgrad.compiler import build
         guard = {name: facts[name] for name in built_params(self) if name in facts}
-        built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
-                      facts=facts, guard=(guard, self._dispatch))
+        try:
+            built = build(self._target, self.kind, self.wrt, self._single, self.backend,
+                          facts=facts, guard=(guard, self._redispatch))
+        except CompileError:
+            self._specialised[key] = self._fn          # the generic code serves them
+            return result
         self._specialised[key] = self._latest = built.functions[built.name]
         self.sources[repr(key)] = built.source
         return result
@@ -118,7 +160,7 @@ class Transform:
         name = "cupy" if on_device else "numpy"
         transform = self._specialised.get(name)
         if transform is None:
-            transform = Transform(self.__wrapped__, self.kind,
+            transform = Transform(self._target, self.kind,
                                   self.wrt[0] if self._single else self.wrt, backend=name,
                                   strict=self.strict)
             self._specialised[name] = transform
@@ -131,8 +173,8 @@ class Transform:
             from srcgrad.compiler import build
             guard = {name: ((), float) for name in built_params(self)}
             try:
-                built = build(self.__wrapped__, self.kind, self.wrt, self._single, self.backend,
-                              scalar=True, guard=(guard, self._dispatch))
+                built = build(self._target, self.kind, self.wrt, self._single, self.backend,
+                              scalar=True, guard=(guard, self._redispatch))
             except CompileError:
                 fn = self._fn
             else:
@@ -143,14 +185,13 @@ class Transform:
 
     def _compiled_for(self, values: list) -> Callable | None:
         """The compiled function for these arguments: pytree arguments specialise it."""
-        from srcgrad import pytree
         trees = {i: pytree.flatten(values[i])[1] for i in self.wrt
                  if not pytree.is_leaf(values[i])}
         if not trees:
             return self._fn
         key = repr(sorted(trees.items()))
         if key not in self._specialised:
-            built = self._build(trees, stacklevel=5)
+            built = self._build(trees, stacklevel=6)
             self._specialised[key] = built.functions[built.name] if built else None
             if built is not None:
                 self.source, self.graph = built.source, built.graph
@@ -159,35 +200,85 @@ class Transform:
 
     def __repr__(self) -> str:
         how = "compiled" if self._fn is not None else "eager fallback"
-        return f"<srcgrad.{self.kind} of {self.__wrapped__.__qualname__} ({how})>"
+        return f"<srcgrad.{self.kind} of {self._name} ({how})>"
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return list(bound.arguments.values())
 
+    # ------------------------------------------------------------------------ calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._snapshot.changed() is not None:  # a global, closure or helper rebound
+            fun, kind, wrt, backend, strict = self._given
+            self.__init__(fun, kind, wrt, backend=backend, strict=strict)
+        if self._prefix:
+            args = self._prefix + args
         latest = self._latest
-        if latest is not None and not kwargs and len(args) == self._nparams:
-            return latest(*args)      # guarded: it hands other signatures to _dispatch
-        return self._dispatch(*args, **kwargs)
-
-    def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
-        """Pick the code for these arguments: floats, pytrees, shapes, or the generic code."""
         if self.backend == "auto":
-            return self._for_backend(args)(*args, **kwargs)
+            return self._for_backend(args)(*args[len(self._prefix):], **kwargs)
+        try:
+            if latest is not None and not kwargs and len(args) == self._nparams:
+                result = latest(*args)     # guarded: it hands other signatures to _dispatch
+            else:
+                result = self._dispatch(args, kwargs)
+        except PASS_THROUGH:
+            raise
+        except _ArgumentError as exc:
+            raise TypeError(str(exc)) from None
+        except Exception as exc:
+            return self._recover(exc, args, kwargs)
+        if result is EAGER:
+            return self._eager(self._bind(args, kwargs))
+        if self._vjp:
+            return result[0], self._safe_backward(result[1], args, kwargs)
+        return result
+
+    def _redispatch(self, *args: Any) -> Any:
+        """What a specialisation's guard calls for arguments it was not made for."""
+        return self._dispatch(args, {})
+
+    def _dispatch(self, args: tuple, kwargs: dict) -> Any:
+        """Pick and run the code for these arguments: floats, pytrees, shapes, the generic
+        code; or answer ``EAGER``.  The safety net of ``__call__`` stands around it."""
         fn = self._fn
         if fn is not None and not kwargs and len(args) == self._nparams:
+            for i in self.wrt:
+                a = args[i]
+                if not (type(a) is float or type(a) is np.ndarray and a.dtype.kind == "f"):
+                    self._check(args)
+                    break
+            if self._eager_keys and signature(args) in self._eager_keys:
+                return EAGER
+            if any(isinstance(a, Tensor) for a in args):
+                return EAGER          # differentiated by an outer transform: keep the graph
             if all(type(a) is float for a in args):
                 return self._scalar_version()(*args)
             if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
                 return self._by_shapes(args) if self._shapes_fixed else fn(*args)
         values = self._bind(args, kwargs)
+        self._check(values)
+        if self._eager_keys and signature(values) in self._eager_keys or any(
+                isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
+            return EAGER
         fn = self._compiled_for(values) if self.fallback_reason is None else None
-        if fn is not None:
-            return fn(*values)
-        from srcgrad.fallback import eager_transform
-        return eager_transform(self.__wrapped__, self.kind, values, self.wrt, self._single)
+        return fn(*values) if fn is not None else EAGER
+
+    def _check(self, values: Any) -> None:
+        names = list(self._signature.parameters)
+        for i in self.wrt:
+            if i < len(values):
+                try:
+                    pytree.check_differentiable(values[i], names[i], vjp=self._vjp)
+                except TypeError as exc:
+                    raise _ArgumentError(str(exc)) from None
+
+
+def _plain(a: Any) -> bool:
+    """Whether a specialisation's guard can recognise this argument's kind."""
+    if type(a) is np.ndarray:
+        return a.dtype.kind in "biuf"
+    return type(a) is float or not isinstance(a, (np.ndarray, np.generic, float))
 
 
 def built_params(transform: Transform) -> list[str]:
@@ -196,13 +287,15 @@ def built_params(transform: Transform) -> list[str]:
 
 
 def _position(w: Any, names: list[str], fun: Callable) -> int:
+    if isinstance(w, bool) or not isinstance(w, (int, str)):
+        raise TypeError(f"wrt must be an argument position or name, not {w!r}")
     if isinstance(w, int):
         if not 0 <= w < len(names):
-            raise ValueError(f"wrt={w} is out of range for {fun.__qualname__}, which takes "
+            raise ValueError(f"wrt={w} is out of range for {describe(fun)}, which takes "
                              f"{len(names)} arguments")
         return w
     if w not in names:
-        raise ValueError(f"{fun.__qualname__} has no argument named {w!r}")
+        raise ValueError(f"{describe(fun)} has no argument named {w!r}")
     return names.index(w)
 
 

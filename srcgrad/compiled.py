@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 
 from srcgrad.api import Transform
+from srcgrad.errors import CompileError
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
 from srcgrad.runtime.tensor import Tensor
+from srcgrad.safety import PASS_THROUGH, signature
 
 __all__ = ["compile", "Compiled"]
 
@@ -103,9 +105,25 @@ class Compiled:
             isinstance(a, Tensor) and a._requires_grad for a in args)
         if not wants:
             return _wrap_outputs(self.__wrapped__(*arrays), None)
-        if self.transform._fn is None:
+        transform = self.transform
+        if transform._fn is None or transform._prefix or (
+                transform._eager_keys and signature(arrays) in transform._eager_keys):
             return self._eager(args)
-        value, backward = self.transform._fn(*arrays)
+        try:
+            value, backward = transform._fn(*arrays)
+        except PASS_THROUGH:
+            raise
+        except Exception as exc:            # the safety net, as for srcgrad.grad
+            try:
+                out = self._eager(args)
+            except Exception as eager_exc:
+                if type(eager_exc) is type(exc):
+                    raise exc from None
+                raise CompileError(f"internal error: the compiled code of {transform._name} "
+                                   f"raised {type(exc).__name__}: {exc}, and the eager engine "
+                                   f"raised {type(eager_exc).__name__}: {eager_exc}") from exc
+            transform._internal_error(exc, signature(arrays))
+            return out
         node = CompiledBackward(self, backward, list(args))
         return _wrap_outputs(value, node)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import linecache
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,9 @@ from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.reverse import Emitter, _name, comment
 from srcgrad.codegen.symbolic import SymbolicError, assign
-from srcgrad.errors import CompileError, Location
-from srcgrad.frontend import Env, parse_function
+from srcgrad.errors import CompileError, Location, MissingBackend
+from srcgrad.floats import only_floats
+from srcgrad.frontend import Env, parse_function, with_recursion_room
 from srcgrad.graph import active_names, build_graph
 from srcgrad.ir import Function, Var, fresh_name
 from srcgrad.lower import lower
@@ -55,14 +57,60 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
     return lower(src, Env(fun), set(RESERVED), trees)
 
 
+@with_recursion_room
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
           trees: dict[int, Any] | None = None, scalar: bool = False,
           facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Built:
     """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments;
     ``scalar`` specialises it for Python floats (``math`` functions, no shapes); ``facts``
     (the shape and dtype of each value, seen at a first call) specialise it for those, and
-    ``guard`` = (argument facts, fallback) makes it hand other arguments to the fallback."""
+    ``guard`` = (argument facts, fallback) makes it hand other arguments to the fallback.
+
+    Raises CompileError only: any other exception inside the compiler is a bug of the
+    compiler, reported as an internal error at the construct being compiled."""
+    try:
+        return _build(fun, kind, wrt, single, backend, trees, scalar, facts, guard)
+    except (CompileError, MemoryError):
+        raise
+    except RecursionError:
+        raise CompileError("the function is nested too deeply for the compiler (Python's "
+                           "recursion limit was reached)", _failed_at(fun, None)) from None
+    except Exception as exc:
+        raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
+                           "please report it", _failed_at(fun, exc.__traceback__)) from exc
+
+
+def _failed_at(fun: Any, tb: Any) -> Location | None:
+    """Where the compiler was when it failed: the statement being lowered or emitted (the
+    innermost frame that knows one), else the function's first line."""
+    from srcgrad.ir import Stmt
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        owner = frame.f_locals.get("self")
+        src = getattr(owner, "src", None)
+        if src is not None and hasattr(src, "filename") and getattr(owner, "line", 0):
+            return Location(src.filename, owner.line, 0, 0, src.line(owner.line), src.name)
+        st, fn = frame.f_locals.get("st"), getattr(owner, "fn", None)
+        if isinstance(st, Stmt) and st.line and isinstance(fn, Function):
+            line = linecache.getline(fn.filename, st.line)
+            return Location(fn.filename, st.line, 0, 0, line, fn.name)
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return None
+    line = linecache.getline(code.co_filename, code.co_firstlineno)
+    return Location(code.co_filename, code.co_firstlineno, 0, 0, line,
+                    getattr(fun, "__name__", "?"))
+
+
+def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str,
+           trees: dict[int, Any] | None, scalar: bool, facts: dict[str, tuple] | None,
+           guard: tuple | None) -> Built:
     ir = lower_function(fun, trees)
+    if scalar:
+        only_floats(ir)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)
     namespace = "math" if scalar else "np" if backend == "numpy" else "cp"
@@ -90,7 +138,7 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
 
 def _missing_backend(backend: str, exc: Exception) -> Any:
     def unavailable(*args: Any) -> Any:
-        raise RuntimeError(f"backend={backend!r} needs its array library: {exc} "
+        raise MissingBackend(f"backend={backend!r} needs its array library: {exc} "
                            "(pip install srcgrad[cuda])")
     return unavailable
 
@@ -181,6 +229,7 @@ class _ModuleBuilder:
         if self.guard and name is None:
             fn.body.insert(0, _guard(self.guard, ir.params))
         self.functions.append(fn)
+        self.free.update(ir.free)              # with user functions the emitter bound
         self.helpers.update(em.tracer.helpers)
         lowering_temps = {st.target for st in ir.body if st.kind == "prim"
                           and st.target not in ir.source_names}
@@ -202,8 +251,9 @@ def _guard(facts: dict, params: list[str]) -> ast.stmt:
         if dtype is float:
             tests.append(f"type({name}) is not float")
         else:
+            kind = np.dtype(dtype)            # numeric (api._plain): np.<name> exists
             tests.append(f"type({name}) is not np.ndarray or {name}.shape != {shape!r} "
-                         f"or {name}.dtype != np.{np.dtype(dtype).name}")
+                         f"or {name}.dtype != np.{'bool_' if kind.kind == 'b' else kind.name}")
     if not tests:
         tests = ["False"]
     text = (f"if {' or '.join(tests)}:\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["CompileError", "FallbackWarning", "Location"]
+__all__ = ["CompileError", "FallbackWarning", "Location", "MissingBackend"]
 
 
 class Location:
@@ -52,6 +52,10 @@ class CompileError(Exception):
         caret = " " * (w.col - shift) + "^" * width
         return (f'{self.message}\n  File "{w.filename}", line {w.lineno}, in {w.function}\n'
                 f"    {stripped}\n    {caret}")
+
+
+class MissingBackend(RuntimeError):
+    """A backend whose array library is not installed (it says which extra to install)."""
 
 
 class FallbackWarning(UserWarning):

@@ -1,7 +1,13 @@
-"""The fallback: a transform run on the eager engine, with the same results as compiled."""
+"""The fallback: a transform run on the eager engine, with the same results as compiled.
+
+Also what the transforms need around it: calling a function with its parameters' kinds
+(``*args``, keyword-only), and running the plain function to learn whether NumPy itself raises.
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,7 +18,7 @@ from srcgrad.runtime.autograd import grad as autograd_grad
 from srcgrad.runtime.ndarray import Array, as_array_leaf, private_copy
 from srcgrad.runtime.tensor import Tensor
 
-__all__ = ["eager_transform"]
+__all__ = ["eager_transform", "call_with", "plain_error"]
 
 
 def _value(x: Any) -> Any:
@@ -23,27 +29,30 @@ def _value(x: Any) -> Any:
     return x
 
 
-def _result_gradient(g: Any, original: Any) -> Any:
+def _result_gradient(g: Any, original: Any, higher: bool) -> Any:
+    if higher and g is not None:              # higher order: the gradient stays recorded
+        g.__class__ = Array
+        return g
+    if isinstance(original, Tensor):
+        return pytree.zero_like(original._data)
     if g is None:
-        return 0.0 if isinstance(original, float) else np.zeros_like(original)
-    data = g._data
-    if isinstance(original, float):
-        return float(data)
-    return data.astype(np.asarray(original).dtype, copy=False)
+        return pytree.zero_like(original)
+    return pytree.same_kind(g._data, original)
 
 
 def _wrap(values: list, positions: tuple) -> tuple[list, dict]:
     """Replace the differentiable leaves of the ``positions`` arguments by Array leaves.
 
     The function is handed private copies (of the leaves too: a copy of a leaf is not a leaf,
-    so that it may be written into), never the caller's arrays (SPEC §7).
+    so that it may be written into), never the caller's arrays (SPEC §7).  A Tensor that
+    requires grad (a transform differentiated by an outer one) is itself the leaf.
     """
     args = list(values)
     leaves: dict[int, tuple[list, Any, list]] = {}
     for i, value in enumerate(values):
         flat, structure = pytree.flatten(value)
         if i in positions:
-            wrapped = [as_array_leaf(v) if pytree.differentiable(v) else v for v in flat]
+            wrapped = [_leaf(v) for v in flat]
             leaves[i] = (flat, structure, wrapped)
             private = [private_copy(w) if isinstance(w, Array) else _copy(w) for w in wrapped]
         else:
@@ -52,20 +61,29 @@ def _wrap(values: list, positions: tuple) -> tuple[list, dict]:
     return args, leaves
 
 
+def _leaf(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            return value
+        value = value._data
+    return as_array_leaf(value) if pytree.differentiable(value) else value
+
+
 def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
-def _gradients(out: Any, leaves: dict, seed: Any) -> dict:
-    """Gradients of the output (a Tensor, or a tuple/list of them with a cotangent each)."""
-    inputs = [w for _, _, wrapped in leaves.values() for w in wrapped if isinstance(w, Array)]
+def _gradients(out: Any, leaves: dict, seed: Any, higher: bool = False) -> dict:
+    """Gradients of the output (a Tensor, or a tuple/list of them with a cotangent each);
+    ``higher``: recorded themselves, for an outer transform that differentiates them."""
+    inputs = [w for _, _, wrapped in leaves.values() for w in wrapped if isinstance(w, Tensor)]
     outs, seeds = _outputs_and_seeds(out, seed)
-    found = autograd_grad(outs, inputs, seeds, retain_graph=True, allow_unused=True) \
-        if inputs and outs else [None] * len(inputs)
+    found = autograd_grad(outs, inputs, seeds, retain_graph=True, allow_unused=True,
+                          create_graph=higher) if inputs and outs else [None] * len(inputs)
     it = iter(found)
     result = {}
     for i, (flat, structure, wrapped) in leaves.items():
-        grads = [_result_gradient(next(it), v) if isinstance(w, Array) else None
+        grads = [_result_gradient(next(it), v, higher) if isinstance(w, Tensor) else None
                  for v, w in zip(flat, wrapped)]
         result[i] = pytree.unflatten(structure, grads)
     return result
@@ -82,20 +100,60 @@ def _outputs_and_seeds(out: Any, cotangent: Any) -> tuple[list, list | None]:
     return [flat[k] for k in keep], [Tensor._make(np.asarray(cotangents[k])) for k in keep]
 
 
-def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool) -> Any:
-    """``grad``/``value_and_grad``/``vjp`` of ``fun`` computed by the eager engine."""
+def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool,
+                    call: Callable[[Any, list], Any] | None = None) -> Any:
+    """``grad``/``value_and_grad``/``vjp`` of ``fun`` computed by the eager engine;
+    ``call(fun, args)`` calls it (default: the values as positional arguments)."""
     args, leaves = _wrap(values, wrt)
+    higher = any(isinstance(v, Tensor) and v.requires_grad
+                 for value in values for v in pytree.flatten(value)[0])
     with grad_mode.enable_grad():
-        out = fun(*args)
+        out = call(fun, args) if call is not None else fun(*args)
     if kind == "vjp":
         def vjp_fn(cotangent: Any) -> tuple:
-            grads = _gradients(out, leaves, cotangent)
+            grads = _gradients(out, leaves, cotangent, higher)
             return tuple(grads[i] if pytree.differentiable(values[i]) or not pytree.is_leaf(
                 values[i]) else None for i in range(len(values)))
-        return _value(out), vjp_fn
+        return (out if higher else _value(out)), vjp_fn
     if np.size(_value(out)) != 1:
         raise ValueError(f"grad requires a scalar output, but the function returned shape "
                          f"{np.shape(_value(out))}; use srcgrad.vjp for non-scalar outputs")
-    grads = _gradients(out, leaves, None)
+    grads = _gradients(out, leaves, None, higher)
     result = grads[wrt[0]] if single else tuple(grads[i] for i in wrt)
-    return (_value(out), result) if kind == "value_and_grad" else result
+    return ((out if higher else _value(out)), result) if kind == "value_and_grad" else result
+
+
+def call_with(signature: inspect.Signature) -> Callable[[Any, list], Any] | None:
+    """How to call a function with one value per parameter (None: all positional)."""
+    kinds = [p.kind for p in signature.parameters.values()]
+    if all(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+           for k in kinds):
+        return None
+    names = list(signature.parameters)
+
+    def call(fun: Any, values: list) -> Any:
+        args: list = []
+        kwargs: dict = {}
+        for name, kind, value in zip(names, kinds, values):
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                kwargs.update(value)
+            elif kind is inspect.Parameter.KEYWORD_ONLY:
+                kwargs[name] = value
+            else:
+                args.append(value)
+        return fun(*args, **kwargs)
+    return call
+
+
+def plain_error(fun: Any, values: list, call: Callable | None) -> Exception | None:
+    """The exception the plain function raises on (copies of) these values, or None."""
+    plain = [pytree.unflatten(s, [_copy(_value(v)) for v in flat])
+             for flat, s in map(pytree.flatten, values)]
+    try:
+        with grad_mode.no_grad():
+            call(fun, plain) if call is not None else fun(*plain)
+    except Exception as exc:  # noqa: BLE001 - any error of the user's code is the answer
+        return exc
+    return None

@@ -6,7 +6,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["flatten", "unflatten", "is_leaf"]
+from srcgrad.runtime.tensor import Tensor
+
+__all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
+           "zero_like", "same_kind"]
 
 
 def is_leaf(x: Any) -> bool:
@@ -40,7 +43,56 @@ def unflatten(structure: Any, leaves: list) -> Any:
 
 
 def differentiable(x: Any) -> bool:
-    """A float, or an array of floats (what can have a gradient)."""
+    """A real float, or an array (or Tensor) of real floats: what can have a gradient."""
     if isinstance(x, float):
         return True
-    return isinstance(x, (np.ndarray, np.floating)) and np.asarray(x).dtype.kind in "fc"
+    if isinstance(x, Tensor):
+        return x._data.dtype.kind == "f"
+    return isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f"
+
+
+def _paths(tree: Any, path: str) -> list[tuple[str, Any]]:
+    if isinstance(tree, dict):
+        return [p for k in sorted(tree) for p in _paths(tree[k], f"{path}[{k!r}]")]
+    if isinstance(tree, (list, tuple)):
+        return [p for i, v in enumerate(tree) for p in _paths(v, f"{path}[{i}]")]
+    return [(path, tree)]
+
+
+def check_differentiable(value: Any, name: str, vjp: bool = False) -> None:
+    """Raise TypeError (as JAX does) when an argument to differentiate, or one of its pytree
+    leaves, is not real floating point: an int, bool, complex, object or string.  A vjp
+    differentiates every argument and answers None for data (ints, flags): only complex
+    numbers are refused there."""
+    for path, leaf in _paths(value, name):
+        if leaf is None or differentiable(leaf):
+            continue
+        dtype = getattr(leaf, "dtype", None)
+        complex_ = isinstance(leaf, complex) or getattr(dtype, "kind", "") == "c"
+        if vjp and not complex_:
+            continue
+        what = f"dtype {dtype}" if dtype is not None else f"type {type(leaf).__name__}"
+        later = " (complex numbers are not supported yet)" if complex_ else ""
+        raise TypeError(f"srcgrad differentiates real floating point values only; the "
+                        f"argument {path} has {what}{later}. Pass floats (e.g. 3.0 or "
+                        "x.astype(np.float64)), or leave it out of wrt")
+
+
+def zero_like(original: Any) -> Any:
+    """A zero gradient of the kind of ``original``: a float, a NumPy scalar or an array."""
+    if type(original) is float:
+        return 0.0
+    if isinstance(original, np.generic):
+        return original.dtype.type(0)
+    return np.zeros_like(original)
+
+
+def same_kind(g: Any, original: Any) -> Any:
+    """The gradient ``g`` as the kind of ``original`` (float → float, float32 → float32)."""
+    if type(original) is float:
+        return float(g)
+    if isinstance(original, np.generic):
+        return original.dtype.type(g)
+    if isinstance(original, float):                    # a subclass of float
+        return float(g)
+    return np.asarray(g).astype(np.asarray(original).dtype, copy=False)

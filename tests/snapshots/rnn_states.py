@@ -30,7 +30,7 @@ def check_scalar(value):
 def match_input(g, x):
     """The gradient ``g`` shaped as the input ``x``: its shape and float dtype, or a float."""
     if isinstance(x, float):
-        return float(g)
+        return float(g) if type(x) is float else type(x)(g)
     if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
         return None
     if not hasattr(g, 'shape') or g.shape != x.shape:

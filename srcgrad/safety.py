@@ -1,0 +1,151 @@
+"""The safety net behind compiled code (issue 8): when it raises, the call runs again on the
+eager engine.  If that raises too, the error is the answer (NumPy's, or the compiled one of the
+same kind, whose traceback shows the generated line); if not, the compiled code has a bug: one
+``FallbackWarning`` names it and that signature stays eager (``strict=True`` raises
+``CompileError`` instead).  Python floats, which raise where NumPy gives inf or nan, get the
+generic code on NumPy floats first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from srcgrad import pytree
+from srcgrad.errors import CompileError, FallbackWarning, MissingBackend
+
+__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature"]
+
+EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
+PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
+_REFUSALS = (RuntimeError, TypeError, ValueError)   # how the engines say what they cannot do
+
+
+class SafetyNet:
+    """The part of a Transform that answers when its compiled code raises."""
+
+    def _eager(self, values: list, compiled: Exception | None = None) -> Any:
+        """The call on the eager engine (after the compiled code raised ``compiled``).
+
+        When it fails, the plain function decides: if that raises, its error is the answer
+        (the compiled one when of the same kind: its traceback shows the generated line).
+        If not, the eager engine cannot run the call: its own refusals (RuntimeError,
+        TypeError, ValueError, which name the problem) are raised with a note saying why it
+        ran eagerly; anything else, or a compiled failure besides, is a CompileError."""
+        from srcgrad.fallback import eager_transform, plain_error
+        try:
+            return eager_transform(self._target, self.kind, values, self.wrt, self._single,
+                                   self._call)
+        except (MemoryError, CompileError):
+            raise
+        except Exception as exc:
+            error = plain_error(self._target, values, self._call)
+            if error is not None:                     # what the function itself raises
+                raise (compiled if type(compiled) is type(error) else error) from None
+            if type(compiled) is type(exc) and isinstance(exc, _REFUSALS):
+                raise compiled from None    # both refuse alike (grad of a non-scalar result)
+            if compiled is not None:
+                raise CompileError(f"internal error: the compiled code of {self._name} raised "
+                                   f"{type(compiled).__name__}: {compiled}, and the eager "
+                                   f"engine cannot run it either ({type(exc).__name__}: "
+                                   f"{exc}); please report it") from compiled
+            reason = self.fallback_reason or "its compiled code failed"
+            if isinstance(exc, _REFUSALS):
+                exc.add_note(f"srcgrad ran {self._name} on the eager engine because {reason}")
+                raise
+            raise CompileError(f"the eager engine cannot run {self._name} either "
+                               f"({type(exc).__name__}: {exc}); {reason}") from exc
+
+    def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
+        """The compiled code raised ``exc``: the eager engine's answer, or the error."""
+        values = self._bind(args, kwargs)
+        if self._fn is not None and self.fallback_reason is None and any(
+                type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
+            result = self._with_numpy_floats(values)
+            if result is not EAGER:
+                return result
+        result = self._eager(values, exc)
+        self._internal_error(exc, signature(values))
+        return result
+
+    def _with_numpy_floats(self, values: list) -> Any:
+        """Python floats raise where NumPy gives inf or nan (``1.0 / 0.0`` in an adjoint,
+        ``math.exp(1000.0)`` in the float specialisation): the generic code on NumPy floats
+        answers as the eager engine would, unless the function itself raises."""
+        from srcgrad.fallback import plain_error
+        numpy_floats = [_map_floats(v, np.float64) for v in values]
+        try:
+            fn = self._compiled_for(numpy_floats)
+            result = fn(*numpy_floats) if fn is not None else EAGER
+        except Exception:  # noqa: BLE001 - the eager engine decides
+            return EAGER
+        if result is EAGER:
+            return EAGER
+        error = plain_error(self._target, values, self._call)
+        if error is not None:
+            raise error from None
+        if self._vjp:
+            return result[0], self._safe_backward(result[1], tuple(values), {})
+        value, grads = result if self.kind == "value_and_grad" else (None, result)
+        grads = tuple(_floats_like(g, values[i]) for g, i in zip(
+            (grads,) if self._single else grads, self.wrt))
+        grads = grads[0] if self._single else grads
+        return (value, grads) if self.kind == "value_and_grad" else grads
+
+    def _internal_error(self, exc: Exception, key: Any) -> None:
+        message = (f"internal error: the compiled code of {self._name} raised "
+                   f"{type(exc).__name__}: {exc}, where the eager engine does not")
+        if self.strict:
+            raise CompileError(message + "; please report it") from exc
+        self._eager_keys.add(key)
+        self._latest = None
+        warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
+                      f"arguments: {message}", FallbackWarning, stacklevel=4)
+
+    def _safe_backward(self, backward: Callable, args: tuple, kwargs: dict) -> Callable:
+        """A vjp's backward function, with the same safety net as the forward call."""
+        def vjp_fn(cotangent: Any) -> Any:
+            try:
+                return backward(cotangent)
+            except PASS_THROUGH:
+                raise
+            except Exception as exc:
+                values = self._bind(args, kwargs)
+                grads = self._eager(values, exc)[1](cotangent)
+                self._internal_error(exc, signature(values))
+                return grads
+        return vjp_fn
+
+
+def _map_floats(value: Any, to: Callable) -> Any:
+    """``value`` with its Python float leaves passed through ``to``."""
+    flat, structure = pytree.flatten(value)
+    return pytree.unflatten(structure, [to(v) if type(v) is float else v for v in flat])
+
+
+def _floats_like(grad: Any, original: Any) -> Any:
+    """A gradient whose leaves are Python floats where the argument's were."""
+    flat, structure = pytree.flatten(grad)
+    kinds = pytree.flatten(original)[0]
+    if len(kinds) != len(flat):
+        return grad
+    return pytree.unflatten(structure, [float(g) if type(o) is float and g is not None else g
+                                        for g, o in zip(flat, kinds)])
+
+
+def _key(values: Any) -> Any:
+    """A hashable signature: types, shapes and dtypes, through pytrees."""
+    if isinstance(values, (list, tuple)):
+        return (type(values), tuple(_key(v) for v in values))
+    if isinstance(values, dict):
+        return (dict, tuple((repr(k), _key(values[k])) for k in sorted(values, key=repr)))
+    if isinstance(values, (np.ndarray, np.generic)):
+        return (type(values), values.shape, values.dtype.str)
+    return type(values)
+
+
+def signature(values: Any) -> tuple:
+    return tuple(_key(v) for v in values)
