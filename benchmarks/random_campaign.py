@@ -1,0 +1,122 @@
+"""A long random-program campaign: thousands of generated NumPy programs, each checked for
+the soundness property of ``tests/program_generator.py`` (the compiled gradient equals finite
+differences or is refused with a CompileError, the eager fallback likewise, and the caller's
+arguments are never changed).
+
+Prints the counts: compiled-correct, refused (by reason class), inconclusive (a kink next to
+the point), wrong gradient, internal error, mutated argument and the fallback's failures; each
+failing program is written to ``--out`` (``<outcome>/seed_<n>.py``, with the arguments and
+the detail in a comment) for reproduction.
+
+Run: ``python benchmarks/random_campaign.py --count 3000 [--start 0] [--out folder]``;
+``--count 300 --no-shrink --known`` prints the seeds that ``tests/test_random_soundness.py``
+should mark as known failures (its ``KNOWN``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from program_generator import DEAD_ENDS, FAILURES, check, generate, shrink  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--start", type=int, default=0, help="first seed")
+    parser.add_argument("--out", default="random_campaign_failures",
+                        help="folder for the failing programs")
+    parser.add_argument("--top", type=int, default=25, help="reason classes to print")
+    parser.add_argument("--no-shrink", action="store_true",
+                        help="save failing programs as drawn (default: shrink them first)")
+    parser.add_argument("--known", action="store_true",
+                        help="also print the failing seeds as test_random_soundness.KNOWN")
+    options = parser.parse_args(argv)
+    out = Path(options.out)
+    counts: collections.Counter = collections.Counter()
+    reasons: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    failed: dict[int, tuple[str, str]] = {}
+    started = time.perf_counter()
+    np.seterr(all="ignore")
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in range(options.start, options.start + options.count):
+            program = generate(seed)
+            try:
+                outcome, detail = check(program, Path(folder))
+            except Exception as e:                      # the harness itself: say so, go on
+                outcome, detail = "harness error", f"{type(e).__name__}: {e}"
+            counts[outcome] += 1
+            reasons[outcome][detail] += 1
+            if outcome in FAILURES:
+                failed[seed] = (outcome, detail)
+            if outcome in FAILURES + DEAD_ENDS:
+                if not options.no_shrink:
+                    program = shrink(program, lambda p, o=outcome: _outcome(p, folder) == o)
+                save(out, outcome, program, detail)
+            elif outcome == "harness error":
+                save(out, outcome, program, detail)
+    elapsed = time.perf_counter() - started
+    total = sum(counts.values())
+    print(f"{total} programs (seeds {options.start}..{options.start + total - 1}) "
+          f"in {elapsed:.0f} s")
+    order = ["correct", "refused", "inconclusive", *FAILURES, *DEAD_ENDS, "harness error"]
+    for outcome in order:
+        if counts[outcome]:
+            print(f"  {outcome:18} {counts[outcome]:6}  ({100 * counts[outcome] / total:.1f}%)")
+    for outcome in ["refused", *FAILURES, *DEAD_ENDS, "harness error", "correct"]:
+        if reasons[outcome]:
+            print(f"\n{outcome}, by class:")
+            for detail, n in reasons[outcome].most_common(options.top):
+                if detail or outcome != "correct":
+                    print(f"  {n:5}  {detail}")
+    if options.known:
+        print("\nKNOWN = {")
+        for seed, (outcome, detail) in sorted(failed.items()):
+            print(f"    {seed}: {('issue 8: ' + outcome + ': ' + detail)[:95]!r},")
+        print("}")
+    failing = sum(counts[o] for o in FAILURES)
+    if failing:
+        print(f"\n{failing} failing programs written to {out}/")
+    return 1 if failing else 0
+
+
+def _outcome(program, folder: str) -> str:
+    try:
+        return check(program, Path(folder))[0]
+    except Exception:
+        return "harness error"
+
+
+def save(out: Path, outcome: str, program, detail: str) -> None:
+    folder = out / outcome.replace(" ", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    args = ", ".join(_literal(a) for a in program.args)
+    text = (f"# outcome: {outcome}: {detail}\n# features: {', '.join(program.features)}\n"
+            f"{program.source}\n\nARGS = [{args}]\nWRT = {program.wrt!r}\n")
+    (folder / f"seed_{program.seed}.py").write_text(text)
+
+
+def _literal(value) -> str:
+    np.set_printoptions(precision=17, floatmode="unique")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, np.ndarray):
+        return f"np.array({value.tolist()!r})"
+    if isinstance(value, np.floating):
+        return f"np.float64({float(value)!r})"
+    return repr(value)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
