@@ -27,6 +27,8 @@ def _apply(prim: Any, args: tuple, params: dict) -> Any:
         _check_current(a)
     out = apply(prim, node_name(prim, args, params), args, params, numpy_semantics=True)
     out.__class__ = Array
+    if prim is _COPY and out._data.ndim == 0:      # np.copy of a scalar: a 0-d array
+        _remember(_ARRAYS_0D, out, None)
     for a in args:                 # NumPy handed back a view (reshape, transpose, ...)
         if isinstance(a, Tensor) and out._data.size and out._base is None and \
                 np.shares_memory(out._data, a._data):
@@ -40,6 +42,16 @@ def _apply(prim: Any, args: tuple, params: dict) -> Any:
 
 # Arrays whose memory NumPy was handed as a plain array (np.asarray(a) is a's memory).
 _ESCAPED: dict[int, Any] = {}
+
+# 0-d Arrays that are NumPy arrays, not NumPy scalars (np.copy of a number, a 0-d argument):
+# ``a *= 2`` writes into them, where it rebinds a scalar (a sum, a float argument).
+_ARRAYS_0D: dict[int, Any] = {}
+_COPY = lookup(np.copy)
+
+
+def _is_array_0d(t: Tensor) -> bool:
+    entry = _ARRAYS_0D.get(id(t))
+    return entry is not None and entry[0]() is t
 
 
 def _full_like(a: Any, fill: Tensor, rest: tuple, kwargs: dict) -> Array:
@@ -107,7 +119,7 @@ def _inplace(name: str) -> Any:
     method = getattr(Tensor, name)
 
     def write(self: Array, other: Any) -> Array:
-        if self._data.ndim == 0 and self._base is None:
+        if self._data.ndim == 0 and self._base is None and not _is_array_0d(self):
             # NumPy's 0-d results (a sum, a float argument) are scalars: ``s += v`` rebinds
             return getattr(self, name.replace("__i", "__", 1))(other)
         _check_writable(self, other)
@@ -257,10 +269,15 @@ def as_array_leaf(value: Any) -> Array:
     leaf = Array._make(data)
     leaf.__class__ = Array
     leaf._requires_grad = True
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        _remember(_ARRAYS_0D, leaf, None)
     return leaf
 
 
 def private_copy(leaf: Array) -> Array:
     """A copy of ``leaf`` the function may write into (a leaf itself may not be written)."""
     with grad_mode.enable_grad():
-        return _apply(lookup(np.copy), (leaf,), {})
+        out = _apply(_COPY, (leaf,), {})
+    if not _is_array_0d(leaf):          # a float argument stays a scalar
+        _ARRAYS_0D.pop(id(out), None)
+    return out

@@ -58,6 +58,10 @@ class MissingBackend(RuntimeError):
     """A backend whose array library is not installed (it says which extra to install)."""
 
 
+class NonScalarOutput(ValueError):
+    """``grad`` of a function whose result is not a scalar (SPEC §2: a ValueError naming vjp)."""
+
+
 class FallbackWarning(UserWarning):
     """The compiler could not transform a function; it runs on the eager engine instead."""
 

@@ -225,9 +225,16 @@ class Expressions:
         base = self.expr(node.value)
         if isinstance(base, Tree):
             key = self.expr(node.slice)
-            if isinstance(key, Const) and key.value in base.children:
+            items = list(base.children.values())
+            if isinstance(key, Const) and base.kind != "dict":   # a list or tuple argument
+                if isinstance(key.value, slice):
+                    return Pack(items[key.value], base.kind is list)
+                if isinstance(key.value, int) and -len(items) <= key.value < len(items):
+                    return items[key.value]
+            if isinstance(key, Const) and base.kind == "dict" and isinstance(
+                    key.value, (str, int)) and key.value in base.children:
                 return base.children[key.value]
-            leaves = list(base.children.values())
+            leaves = items
             if base.kind != "dict" and all(isinstance(v, Var) for v in leaves):
                 return self.list_item(Pack(leaves, is_list=True), node)   # xs[t] in a loop
             raise self.error("a pytree argument is indexed by a constant key here",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
+from srcgrad.errors import NonScalarOutput
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.autograd import grad as autograd_grad
 from srcgrad.runtime.ndarray import Array, as_array_leaf, private_copy
@@ -116,7 +117,7 @@ def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool,
                 values[i]) else None for i in range(len(values)))
         return (out if higher else _value(out)), vjp_fn
     if np.size(_value(out)) != 1:
-        raise ValueError(f"grad requires a scalar output, but the function returned shape "
+        raise NonScalarOutput(f"grad requires a scalar output, but the function returned shape "
                          f"{np.shape(_value(out))}; use srcgrad.vjp for non-scalar outputs")
     grads = _gradients(out, leaves, None, higher)
     result = grads[wrt[0]] if single else tuple(grads[i] for i in wrt)

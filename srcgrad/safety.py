@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
-from srcgrad.errors import CompileError, FallbackWarning, MissingBackend
+from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
 
 __all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature"]
 
@@ -32,9 +32,9 @@ class SafetyNet:
 
         When it fails, the plain function decides: if that raises, its error is the answer
         (the compiled one when of the same kind: its traceback shows the generated line).
-        If not, the eager engine cannot run the call: its own refusals (RuntimeError,
-        TypeError, ValueError, which name the problem) are raised with a note saying why it
-        ran eagerly; anything else, or a compiled failure besides, is a CompileError."""
+        If not, the eager engine cannot run the call either, and that is a CompileError
+        naming both reasons (an error NumPy would not raise never reaches the user), except
+        ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for."""
         from srcgrad.fallback import eager_transform, plain_error
         try:
             return eager_transform(self._target, self.kind, values, self.wrt, self._single,
@@ -45,17 +45,16 @@ class SafetyNet:
             error = plain_error(self._target, values, self._call)
             if error is not None:                     # what the function itself raises
                 raise (compiled if type(compiled) is type(error) else error) from None
+            if isinstance(exc, NonScalarOutput):          # grad of a non-scalar result
+                raise (compiled if isinstance(compiled, ValueError) else exc) from None
             if type(compiled) is type(exc) and isinstance(exc, _REFUSALS):
-                raise compiled from None    # both refuse alike (grad of a non-scalar result)
+                raise compiled from None                  # both refuse alike
             if compiled is not None:
                 raise CompileError(f"internal error: the compiled code of {self._name} raised "
                                    f"{type(compiled).__name__}: {compiled}, and the eager "
                                    f"engine cannot run it either ({type(exc).__name__}: "
                                    f"{exc}); please report it") from compiled
             reason = self.fallback_reason or "its compiled code failed"
-            if isinstance(exc, _REFUSALS):
-                exc.add_note(f"srcgrad ran {self._name} on the eager engine because {reason}")
-                raise
             raise CompileError(f"the eager engine cannot run {self._name} either "
                                f"({type(exc).__name__}: {exc}); {reason}") from exc
 
