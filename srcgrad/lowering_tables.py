@@ -177,6 +177,9 @@ def _join(prim_name: str) -> Any:
         seq = args[0] if args else None
         axis = lowerer.param(kwargs["axis"]) if "axis" in kwargs else (
             args[1].value if len(args) > 1 else 0)
+        if axis is None and prim_name == "concatenate" and isinstance(seq, Pack):
+            seq = Pack([lowerer.numpy_call(np.ravel, [a], {}, node) for a in seq.items])
+            axis = 0                              # NumPy flattens every input first
         if lowerer.is_runtime_list(seq):
             return lowerer.join_list(prim_name, seq, axis, node)
         if not isinstance(seq, Pack):

@@ -29,8 +29,6 @@ BOUND = {key_of(fun): fun for fun in list(NUMPY_BINDINGS)}
 
 # Genuine bugs in other areas, reported in issue 8 (strict: the lead sees them get fixed).
 KNOWN: dict[str, str] = {
-    "concatenate[axis=None]": "issue 8: internal error: np.concatenate(axis=None) (None < int)",
-    "repeat[counts]": "issue 8: internal error: repeat_grad with per-element counts",
     "clip[arrays]": "issue 8: refused: the gradient of np.clip into array bounds",
 }
 

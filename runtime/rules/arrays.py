@@ -30,6 +30,14 @@ def tile_grad(g, shape, reps):
 @helper
 def repeat_grad(g, shape, repeats, axis=None):
     """Gradient of ``np.repeat`` of an array of ``shape``: the repeats summed."""
+    if np.ndim(repeats) and np.size(repeats) > 1:      # a count per element: add them up
+        g = np.asarray(g)
+        moved = np.reshape(g, -1) if axis is None else np.moveaxis(g, axis, 0)
+        n = int(np.prod(shape)) if axis is None else shape[axis]
+        owner = np.repeat(np.arange(n), repeats)
+        out = np.zeros((n,) + moved.shape[1:], dtype=g.dtype)
+        np.add.at(out, owner, moved)
+        return np.reshape(out, shape) if axis is None else np.moveaxis(out, 0, axis)
     if axis is None:
         return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), shape)
     axis = axis % len(shape)
