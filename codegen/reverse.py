@@ -74,6 +74,23 @@ def comment(text: str) -> ast.stmt:
     return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
 
 
+def _python_floats(fn: Function) -> dict[str, tuple]:
+    """What ``float()`` makes, and elementwise primitives of it and of numbers: a value of
+    shape ``()`` that may be a Python float, which has no ``.shape``; the fact lets rules
+    fold its shape in (known when specialised, exact in the generic code too)."""
+    facts: dict[str, tuple] = {}
+    for st in fn.body:
+        if st.kind != "prim":
+            continue
+        if st.fn is rules.to_float:
+            facts[st.target] = ((), float)
+        elif st.fn.elementwise and any(isinstance(a, Var) for a in st.args) and all(
+                a.name in facts if isinstance(a, Var) else
+                isinstance(a, Const) and isinstance(a.value, (int, float)) for a in st.args):
+            facts[st.target] = ((), float)
+    return facts
+
+
 class Emitter(Accumulation):
     """Emits the primal and adjoint of one lowered function."""
 
@@ -81,7 +98,7 @@ class Emitter(Accumulation):
                  vjp_name: Callable[[Any], str], namespace: str = "np",
                  facts: dict[str, tuple] | None = None) -> None:
         self.fn, self.active, self.fresh = fn, active, fresh
-        self.facts = facts or {}            # name -> (shape, dtype), when specialised
+        self.facts = {**_python_floats(fn), **(facts or {})}   # name -> (shape, dtype)
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
         self.tracer = Tracer(fresh, namespace, self.facts)
         self.scalar = namespace == "math"     # specialised for Python floats

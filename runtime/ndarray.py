@@ -15,16 +15,37 @@ import numpy as np
 
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.names import node_name
-from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
+from srcgrad.runtime.primitives import NO_GRADIENT, NUMPY_BINDINGS, lookup
 from srcgrad.runtime.rules import cast, getitem, item
 from srcgrad.runtime.tensor import Tensor, apply
 
 __all__ = ["Array", "as_array_leaf"]
 
 
+def _frozen(value: Any) -> Any:
+    """``value`` with its plain NumPy arrays copied: the graph keeps what it reads for
+    backward, and the function may write into its own arrays (``c *= 2`` on a constant)
+    after using them, which the engine would not see (it sees writes into Arrays only)."""
+    if type(value) is np.ndarray:
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_frozen(v) for v in value)
+    return value
+
+
+def _plain(values: tuple) -> list:
+    """The plain data of Arrays among ``values`` (outside the graph), after checking that
+    none was written since it was read as a view."""
+    for v in values:
+        _check_current(v)
+    return [v._data if isinstance(v, Tensor) else v for v in values]
+
+
 def _apply(prim: Any, args: tuple, params: dict) -> Any:
     for a in args:
         _check_current(a)
+    args = _frozen(tuple(args))
+    params = {k: _frozen(v) for k, v in params.items()}
     out = apply(prim, node_name(prim, args, params), args, params, numpy_semantics=True)
     out.__class__ = Array
     if prim is _COPY and out._data.ndim == 0:      # np.copy of a scalar: a 0-d array
@@ -123,7 +144,7 @@ def _inplace(name: str) -> Any:
             # NumPy's 0-d results (a sum, a float argument) are scalars: ``s += v`` rebinds
             return getattr(self, name.replace("__i", "__", 1))(other)
         _check_writable(self, other)
-        out = method(self, other)
+        out = method(self, _frozen(other))
         _written(self)
         return out
     write.__name__ = name
@@ -136,6 +157,8 @@ class Array(Tensor):
     __slots__ = ()
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "__call__" and not kwargs and ufunc in NO_GRADIENT:
+            return ufunc(*_plain(inputs))
         if method != "__call__" or kwargs or ufunc not in NUMPY_BINDINGS:
             return NotImplemented
         return _apply(NUMPY_BINDINGS[ufunc][0], inputs, {})
@@ -152,6 +175,8 @@ class Array(Tensor):
             out = Array._make(func(*plain, **kwargs))   # a new array, outside the graph
             out.__class__ = Array
             return out
+        if func in NO_GRADIENT:                  # a truth value, indices: no node
+            return func(*_plain(args), **dict(zip(kwargs, _plain(tuple(kwargs.values())))))
         binding = NUMPY_BINDINGS.get(func)
         if binding is None:
             raise TypeError(f"numpy.{func.__name__} has no srcgrad derivative rule; register "
@@ -181,6 +206,7 @@ class Array(Tensor):
 
     def __getitem__(self, index: Any) -> Array:
         _check_current(self)
+        index = _frozen(index)
         keys = index if isinstance(index, tuple) else (index,)
         if len(keys) == self._data.ndim and all(
                 isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys):
@@ -195,7 +221,7 @@ class Array(Tensor):
     def __setitem__(self, index: Any, value: Any) -> None:
         _check_writable(self, value)
         _check_current(value)
-        Tensor.__setitem__(self, index, value)
+        Tensor.__setitem__(self, _frozen(index), value)
         _written(self)
 
     def __iter__(self) -> Any:
@@ -219,6 +245,13 @@ class Array(Tensor):
 
     def item(self) -> Any:
         return _apply(item, (self,), {})
+
+    def tolist(self) -> Any:
+        if self._requires_grad:
+            raise RuntimeError(
+                "tolist() of an array that requires grad would drop its gradient (Python "
+                "numbers carry none); srcgrad's eager run cannot follow it")
+        return self._data.tolist()
 
     def astype(self, dtype: Any) -> Array:
         return _apply(cast, (self,), {"dtype": np.dtype(dtype)})
@@ -245,8 +278,28 @@ for _name, _fun in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min
                     "ravel": np.ravel, "flatten": np.ravel, "squeeze": np.squeeze,
                     "swapaxes": np.swapaxes, "dot": np.dot, "clip": np.clip, "copy": np.copy,
                     "repeat": np.repeat, "take": np.take, "trace": np.trace,
-                    "argmax": np.argmax, "argmin": np.argmin}.items():
+                    "argmax": np.argmax, "argmin": np.argmin, "argsort": np.argsort,
+                    "cumprod": np.cumprod, "diagonal": np.diagonal}.items():
     setattr(Array, _name, _method(_fun))
+
+
+def _no_gradient(fun: Any) -> Any:
+    """A method whose result carries no gradient (a truth value, indices, a piecewise
+    constant): NumPy's on the plain data, outside the graph."""
+    def method(self: Array, *args: Any, **kwargs: Any) -> Any:
+        if "out" in kwargs:
+            raise TypeError(f"srcgrad's eager run does not write into out= ({fun.__name__})")
+        _check_current(self)
+        plain = [a._data if isinstance(a, Tensor) else a for a in args]
+        return fun(self._data, *plain, **{k: v._data if isinstance(v, Tensor) else v
+                                          for k, v in kwargs.items()})
+    method.__name__ = fun.__name__
+    return method
+
+
+for _name, _fun in {"all": np.all, "any": np.any, "round": np.round, "nonzero": np.nonzero,
+                    "argpartition": np.argpartition, "searchsorted": np.searchsorted}.items():
+    setattr(Array, _name, _no_gradient(_fun))
 
 for _dunder, _fun in {"add": np.add, "sub": np.subtract, "mul": np.multiply,
                       "truediv": np.divide, "matmul": np.matmul, "pow": np.power,

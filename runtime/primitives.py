@@ -31,7 +31,8 @@ import numpy as np
 
 __all__ = [
     "Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
-    "NUMPY_BINDINGS", "bind_numpy", "sum_to", "unbroadcast", "helper", "is_differentiable_dtype",
+    "NUMPY_BINDINGS", "NO_GRADIENT", "bind_numpy", "sum_to", "unbroadcast", "helper",
+    "is_differentiable_dtype",
 ]
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -40,6 +41,10 @@ PRIMITIVES: dict[str, Primitive] = {}
 NUMPY_BINDINGS: dict[Callable, tuple[Primitive, Callable]] = {}
 """NumPy-level function (``np.sum``, ``np.linalg.solve``) → (its primitive, an adapter that
 takes NumPy's call signature and calls the primitive with inputs and keyword parameters)."""
+
+NO_GRADIENT: dict[Callable, str] = {}
+"""NumPy functions whose result carries no gradient, whatever their arguments (→ why): a
+truth value, indices, a piecewise constant.  Both modes run them on plain data."""
 
 _META_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 

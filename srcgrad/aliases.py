@@ -31,8 +31,10 @@ from srcgrad.runtime.rules.core import inverse_permutation
 
 __all__ = ["Aliases", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS", "held_vars"]
 
-# NumPy functions (by name) whose result may share memory with an argument.
+# Primitives and NumPy functions (by name) whose result may share memory with an argument;
+# tests/test_views_declared.py checks every primitive of the rule table against NumPy.
 VIEW_FUNCTIONS = frozenset({
+    "split_piece", "linalg_diagonal", "linalg_matrix_transpose", "to_scalar", "unreduce",
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "rollaxis", "squeeze",
     "expand_dims", "diagonal", "diag", "broadcast_to", "broadcast_arrays", "atleast_1d",
     "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "rot90", "real", "imag", "split",

@@ -2,7 +2,9 @@
 
 A NumPy call is split by NumPy's own signature into the primitive's inputs and its static
 parameters; a call of another user function becomes a ``call`` statement (that function is
-transformed in its turn); anything without a rule raises a CompileError naming it.
+transformed in its turn); anything without a rule raises a CompileError naming it, the Python
+functions of NumPy, SciPy, other installed libraries and the standard library included (their
+source is not the user's code to transform).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import pathlib
+import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -75,6 +80,7 @@ class Calls:
         if value_call is not None:
             return value_call(self, f, node)
         if _lookup(T.NONDIFF_CALLS, f) is not None:
+            self.refuse_out(f, node.args, node)
             return self.static_expr(node, hint=hint)
         if _static_when_constant(f):
             return self.static_call(f, node, hint)
@@ -87,9 +93,25 @@ class Calls:
             kwargs = {k.arg: k.value for k in node.keywords}
             return self.numpy_call(f, args, kwargs, node)
         if isinstance(f, (types.FunctionType, types.MethodType)):
-            return self.user_call(fn, node)
+            if not _is_library(f):
+                return self.user_call(fn, node)
+            return self.static_call(f, node, hint, refusal=(   # np.hanning(n): plain Python
+                f"srcgrad has no derivative rule for {_qualname(f)}; register one with "
+                "srcgrad.defvjp"))
         raise self.error(f"srcgrad has no derivative rule for {_qualname(f)}; register one "
                          "with srcgrad.defvjp", node)
+
+    def refuse_out(self, f: Any, args: list, node: ast.Call) -> None:
+        """Refuse ``np.round(x, 1, y)``: an output argument, given by position too, writes
+        into an array in place (a keyword ``out=`` is refused by the alias analysis)."""
+        try:
+            bound = inspect.signature(f).bind(*args, **{k.arg: k.value for k in node.keywords})
+        except (TypeError, ValueError):
+            return                                 # NumPy raises the same when it runs
+        out = bound.arguments.get("out")
+        if out is not None and not (isinstance(out, ast.Constant) and out.value is None):
+            raise self.error(f"{_qualname(f)}(..., out=...) writes into an array in place; "
+                             "srcgrad compiles the call that returns a new array", node)
 
     def carries(self, value: Any) -> bool:
         """Whether ``value`` may carry a gradient (anything but a constant or a static)."""
@@ -101,10 +123,12 @@ class Calls:
             return value.name not in self.static
         return True                                # a pytree argument
 
-    def static_call(self, f: Any, node: ast.Call, hint: str) -> Var:
+    def static_call(self, f: Any, node: ast.Call, hint: str, refusal: str | None = None
+                    ) -> Var:
         """A call printed as plain Python, when no argument carries a gradient; refused
-        otherwise (a class, a random draw, ``zip``, ``np.arange`` …: srcgrad does not follow a
-        gradient through them)."""
+        otherwise (a class, a random draw, ``zip``, ``np.arange``, a library's function with
+        no rule …: srcgrad does not follow a gradient through them), with ``refusal`` if
+        given."""
         try:
             values = [self.expr(a.value if isinstance(a, ast.Starred) else a)
                       for a in node.args] + [self.expr(k.value) for k in node.keywords]
@@ -114,8 +138,14 @@ class Calls:
             values = [Var(n) for n in _names(node, self.scope)
                       if self.carries(self.scope[n])]
         if any(self.carries(v) for v in values):
-            what = "a random draw" if _is_random(f) else \
-                f"{ast.unparse(node.func)}() (a value computed at run time)" if f is None \
+            if refusal is not None:
+                raise self.error(refusal, node)
+            written = ast.unparse(node.func)
+            if _is_random(f) or f is None and _draws(node):
+                raise self.error(f"{written}(...) with an argument that carries a gradient is "
+                                 "not compiled (a random draw: srcgrad does not follow a "
+                                 "gradient through it)", node)
+            what = f"{written}() (a value computed at run time)" if f is None \
                 else f"{_qualname(f)}()"
             raise self.error(f"{what} with an argument that carries a gradient is not compiled "
                              "(srcgrad does not follow a gradient through it)", node)
@@ -239,6 +269,9 @@ class Calls:
         if spec is None:
             raise self.error(f"srcgrad cannot compile the array method .{name}()", node)
         f, varargs = spec
+        if _lookup(T.NONDIFF_CALLS, f) is not None:        # x.all(), x.round(): no gradient
+            self.refuse_out(f, [node.func.value, *node.args], node)
+            return self.static_expr(node, hint=name)
         args = [self.param(a) if i or varargs else self.expr(a) for i, a in enumerate(node.args)]
         if varargs and len(node.args) > 1:
             args = [tuple(args)]                   # x.reshape(2, 3) is np.reshape(x, (2, 3))
@@ -358,6 +391,38 @@ def _is_random(f: Any) -> bool:
     owner = getattr(f, "__self__", None)
     return (module.startswith("numpy.random") or isinstance(
         owner, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)))
+
+
+def _draws(node: ast.Call) -> bool:
+    """``rng.normal(...)`` of a run-time value ``rng``: named like a Generator's draw."""
+    return isinstance(node.func, ast.Attribute) and not node.func.attr.startswith("_") and \
+        callable(getattr(np.random.Generator, node.func.attr, None))
+
+
+LIBRARIES = frozenset({"numpy", "scipy", "autograd", "jax", "jaxlib", "torch", "pandas",
+                       "sklearn", "matplotlib", "networkx", "sympy", "numba"})
+"""Packages whose Python functions are never transformed as the user's code: a call of one
+that no table covers is refused by name.  So is a function of any module installed in
+``site-packages`` or of the standard library (:func:`_is_library`)."""
+
+
+def _is_library(f: Any) -> bool:
+    """A Python function of NumPy, SciPy, another installed library or the standard library:
+    srcgrad has no rule for it, and its source is not the user's to transform."""
+    module = getattr(getattr(f, "__func__", f), "__module__", None)
+    if not isinstance(module, str) or not module:
+        return False
+    if module.partition(".")[0] in LIBRARIES:
+        return True
+    path = getattr(sys.modules.get(module), "__file__", None)
+    if not isinstance(path, str):
+        return False
+    parts = pathlib.Path(path).resolve().parts
+    return "site-packages" in parts or "dist-packages" in parts or pathlib.Path(
+        path).resolve().is_relative_to(_STDLIB)
+
+
+_STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"]).resolve()
 
 
 def _static_when_constant(f: Any) -> bool:

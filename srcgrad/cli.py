@@ -117,8 +117,9 @@ def supported(markdown: bool = False) -> str:
         _wrap(words[0].upper() + words[1:] + ".", 2)]
     lines += [_wrap(", ".join(f"`{n}`" if md else n for n in draws), 0 if md else 2), ""]
     total = sum(len(v) for v in refused.values())
-    note = ("A refused call raises a CompileError naming it; a class or a setting among them "
-            "still runs as plain Python when no argument carries a gradient.")
+    note = ("A refused call raises a CompileError naming it; a class, or a function NumPy "
+            "writes in Python (np.hanning, np.seterr), among them still runs as plain "
+            "Python when no argument carries a gradient.")
     lines += [f"## Refused ({total}), by reason", "", _wrap(note), ""] if md else [
         f"Refused ({total}), by reason:", _wrap(note, 2)]
     for reason, names in sorted(refused.items(), key=lambda r: (-len(r[1]), r[0])):

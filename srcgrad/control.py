@@ -18,7 +18,7 @@ from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.jumps import Jumps
 from srcgrad.lists import held
-from srcgrad.scopes import assigned, exposed, read
+from srcgrad.scopes import assigned, exposed, read, walk
 
 __all__ = ["ControlFlow"]
 
@@ -171,17 +171,18 @@ class ControlFlow(Jumps):
         return self.scope.pop(name)
 
     # ------------------------------------------------------------------------------ for
-    def hoist_iterable(self, node: ast.expr) -> ast.expr:
+    def hoist_iterable(self, node: ast.expr, rebound: set[str] = frozenset()) -> ast.expr:
         """The iterable evaluated once, before the loop, as Python does: anything but a name
-        or ``range``/``enumerate``/``zip``/``reversed`` of such is bound to a temporary."""
-        if isinstance(node, ast.Name):
+        or ``range``/``enumerate``/``zip``/``reversed`` of such is bound to a temporary, and so
+        is a name the loop binds anew (``for r in x: x = x + r`` iterates the first ``x``)."""
+        if isinstance(node, ast.Name) and node.id not in rebound:
             return node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id in ("range", "enumerate", "zip", "reversed") and not node.keywords:
             if node.func.id == "range":
                 return node
             new = copy.copy(node)
-            new.args = [self.hoist_iterable(a) for a in node.args]
+            new.args = [self.hoist_iterable(a, rebound) for a in node.args]
             return new
         name = self.fresh_internal("sequence")
         bind = ast.Assign([ast.Name(name, ast.Store())], node)
@@ -192,7 +193,7 @@ class ControlFlow(Jumps):
 
     def for_statement(self, s: ast.For) -> None:
         s = copy.copy(s)
-        s.iter = self.hoist_iterable(s.iter)
+        s.iter = self.hoist_iterable(s.iter, _rebound([s.target, *s.body]))
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
                   and len(s.iter.args) == 1      # and the variable is not read after the loop
@@ -339,6 +340,14 @@ class ControlFlow(Jumps):
         for n in ast.walk(expr):
             ast.copy_location(n, node)
         return self.static_expr(expr, hint="trips")
+
+def _rebound(nodes: list[ast.AST]) -> set[str]:
+    """Names bound anew (``x = ...``, a ``for`` target), not written in place (``x += v``,
+    ``x[i] = v``: iterating an array sees those writes, as NumPy's iterator does)."""
+    aug = {id(n.target) for n in walk(nodes) if isinstance(n, ast.AugAssign)}
+    return {n.id for n in walk(nodes)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in aug}
+
 
 def _stored_and_written(ir: Any, name: str) -> bool:
     """Whether a block both writes into the array ``name`` and stores a version of it in a

@@ -11,6 +11,7 @@ import ast
 import builtins
 import copy
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,8 @@ class Expressions:
                                  f"{node.attr!r}", node) from None
             if base.value is math and isinstance(value, float):
                 return Const(value)                          # math.pi prints as a number
+            if _live_state(base.value, value):
+                return self.static_expr(node, hint=node.attr)   # read when the code runs
             return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
         if isinstance(base, Pack):
             raise self.error(f"a tuple has no attribute {node.attr!r}", node)
@@ -368,6 +371,16 @@ class Expressions:
                 return kind(items, ast.Load())
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))
+
+
+def _live_state(owner: Any, value: Any) -> bool:
+    """Whether ``owner.attr`` is data that may be rebound after compiling (``cfg.scale``,
+    ``model.W``): read at run time, never folded.  Functions, classes, modules and library
+    constants (``np.pi``, ``np.float64``) are what they were."""
+    if callable(value) or isinstance(value, (types.ModuleType, type, np.dtype)) or value is None:
+        return False
+    module = owner.__name__ if isinstance(owner, types.ModuleType) else ""
+    return module.split(".")[0] not in ("numpy", "math", "scipy")
 
 
 def _call_form(node: ast.expr) -> ast.expr:

@@ -160,12 +160,19 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
             value = self.expr(s.value)
             for target in s.targets:
                 self.assign(target, value)
+                if isinstance(target, ast.Name):      # ``a = b = v``: one value, two names
+                    value = self.scope[target.id]
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.assign(s.target, self.expr(s.value))
         elif isinstance(s, ast.AugAssign):
             if not isinstance(s.target, (ast.Name, ast.Subscript)):
                 raise self.error(f"srcgrad cannot compile an augmented assignment to "
                                  f"{describe(s.target).lower()}", s.target)
+            if isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name) \
+                    and isinstance(self.scope.get(s.target.value.id), (Pack, Tree)):
+                # ``L[0] += v``: on an array item NumPy writes into the array the list holds
+                raise self.error("srcgrad cannot compile an in-place operator on an item of a "
+                                 "list, tuple or pytree (write L[k] = L[k] + v)", s.target)
             if isinstance(s.target, ast.Name) and isinstance(self.scope.get(s.target.id), Var):
                 # on an array ``+=`` writes in place (every name of it sees the change), on a
                 # number it rebinds: the two agree when no other live name sees the array

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.ir import Const, Var
-from srcgrad.runtime.primitives import PRIMITIVES, Primitive
+from srcgrad.runtime.primitives import NO_GRADIENT, PRIMITIVES, Primitive
 from srcgrad.runtime.rules import stop_gradient
 
 BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
@@ -52,6 +52,11 @@ NONDIFF_CALLS: dict[Any, str] = {
     np.intp: _CONSTANT, np.bool_: _CONSTANT,
     math.isnan: "a test", math.isinf: "a test", math.isfinite: "a test",
     math.isclose: "a test", math.trunc: _CONSTANT,
+    **NO_GRADIENT,                  # truth values, indices, rounding: the rule table's list
+    np.isscalar: "a type test", np.issubdtype: "a dtype test", np.finfo: "a dtype's limits",
+    np.iinfo: "a dtype's limits",
+    np.tril_indices_from: _SHAPE, np.triu_indices_from: _SHAPE,
+    np.diag_indices_from: _SHAPE,
 }
 """Calls whose result provably carries no gradient, whatever their arguments (→ why): printed
 as plain Python, never differentiated."""
@@ -60,7 +65,8 @@ STATIC_WHEN_CONSTANT: set[Any] = {
     builtins.enumerate, builtins.zip, builtins.dict, builtins.set, builtins.frozenset,
     builtins.sorted, builtins.reversed, builtins.map, builtins.filter, builtins.divmod,
     builtins.slice, builtins.chr, builtins.ord, builtins.complex, builtins.iter, builtins.next,
-    np.arange, np.meshgrid, np.tri, np.indices,
+    np.arange, np.meshgrid, np.tri, np.indices, np.tril_indices, np.triu_indices,
+    np.diag_indices, np.mask_indices, np.unravel_index, np.ravel_multi_index,
 }
 """Calls that are plain Python when no argument carries a gradient, and refused otherwise (a
 gradient could flow through them, which srcgrad does not model).  So are classes, random draws
@@ -76,6 +82,10 @@ METHODS: dict[str, tuple[Any, bool]] = {
     "swapaxes": (np.swapaxes, False), "dot": (np.dot, False), "clip": (np.clip, False),
     "repeat": (np.repeat, False), "take": (np.take, False), "trace": (np.trace, False),
     "argmax": (np.argmax, False), "argmin": (np.argmin, False), "copy": (np.copy, False),
+    "all": (np.all, False), "any": (np.any, False), "argsort": (np.argsort, False),
+    "cumprod": (np.cumprod, False), "diagonal": (np.diagonal, False),
+    "round": (np.round, False), "nonzero": (np.nonzero, False),
+    "argpartition": (np.argpartition, False), "searchsorted": (np.searchsorted, False),
     "astype": (None, False), "item": (None, False),
 }
 
@@ -164,9 +174,16 @@ def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: d
         from srcgrad.values import lower_astype
         if not args and "dtype" not in kwargs:
             raise lowerer.error("x.astype() needs a dtype", node)
+        extra = [k for k in kwargs if k != "dtype"] + (["order, casting, ..."] if len(args) > 1
+                                                       else [])
+        if extra and not (extra == ["copy"] and lowerer.param(kwargs["copy"]) is True):
+            raise lowerer.error(f"x.astype(..., {extra[0]}=...) is not compiled: only the dtype "
+                                "is modelled (copy=False may return the array itself)", node)
         dtype = args[0] if args else lowerer.param(kwargs["dtype"])
         return lower_astype(lowerer, receiver, dtype, node)
     if name == "item":
+        if args or kwargs:
+            raise lowerer.error("x.item(index) is not compiled; index the array instead", node)
         return lowerer.prim(PRIMITIVES["item"], [receiver], {}, f"{receiver.name}_item", node)
     raise lowerer.error(f"srcgrad cannot compile the array method .{name}()", node)
 

@@ -31,27 +31,18 @@ REFUSED: dict[str, str] = {
         np.setdiff1d np.setxor1d np.histogram np.histogram2d np.histogramdd
         np.histogram_bin_edges np.geomspace np.spacing np.nextafter np.linalg.cond
         np.linalg.tensorinv np.linalg.tensorsolve ndarray.choose ndarray.compress"""),
-    **_refuse("piecewise constant, not on the no-gradient list yet", """
-        np.round np.around np.fix np.heaviside ndarray.round"""),
+    **_refuse("its second argument carries a value at zero (no rule yet)", "np.heaviside"),
     **_refuse("integer or boolean result, not on the no-gradient list yet", """
-        np.all np.any np.allclose np.isclose np.array_equal np.array_equiv np.isin np.isneginf
-        np.isposinf np.signbit np.count_nonzero np.nonzero np.flatnonzero np.argwhere
-        np.argpartition np.lexsort np.nanargmax np.nanargmin np.searchsorted np.digitize
-        np.bincount np.unravel_index np.ravel_multi_index np.ix_ np.diag_indices
-        np.diag_indices_from np.tril_indices np.tril_indices_from np.triu_indices
-        np.triu_indices_from np.mask_indices np.bitwise_and np.bitwise_or np.bitwise_xor
-        np.bitwise_not np.bitwise_invert np.invert np.bitwise_left_shift np.bitwise_right_shift
-        np.left_shift np.right_shift np.bitwise_count np.gcd np.lcm np.packbits np.unpackbits
-        np.linalg.matrix_rank np.bartlett np.blackman np.hamming np.hanning np.kaiser
-        ndarray.all ndarray.any ndarray.nonzero ndarray.argpartition ndarray.searchsorted"""),
+        np.array_equal np.array_equiv np.isin np.bincount np.ix_ np.bitwise_and np.bitwise_or
+        np.bitwise_xor np.bitwise_not np.bitwise_invert np.invert np.bitwise_left_shift
+        np.bitwise_right_shift np.left_shift np.right_shift np.bitwise_count np.gcd np.lcm
+        np.packbits np.unpackbits np.linalg.matrix_rank np.bartlett np.blackman np.hamming
+        np.hanning np.kaiser"""),
     **_refuse("a question about types or memory, not on the no-gradient list yet", """
-        np.isscalar np.iterable np.isfortran np.may_share_memory np.shares_memory
-        np.broadcast_shapes np.common_type np.min_scalar_type np.issubdtype np.isdtype np.finfo
-        np.iinfo"""),
+        np.iterable np.isfortran np.may_share_memory np.shares_memory np.broadcast_shapes
+        np.common_type np.min_scalar_type np.isdtype"""),
     **_refuse("returns values taken from an array argument (no rule yet)", """
         np.random.permutation np.random.choice"""),
-    **_refuse("not lowered as a method yet (the np. function is)", """
-        ndarray.argsort ndarray.cumprod ndarray.diagonal"""),
     **_refuse("converts to Python lists", "ndarray.tolist"),
     **_refuse("writes in place", """
         np.copyto np.put np.put_along_axis np.place np.putmask np.fill_diagonal

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import itertools
+import math
 import re
 import sys
 import traceback
@@ -49,6 +50,29 @@ def scale(a):
 
 def head(a):
     return a[0], np.sum(a)
+
+
+def rows(a):
+    out = []
+    for r in a:
+        out.append(r * 2.0)
+    return out
+
+
+def norm2(a, eps=1e-3):
+    return np.sqrt(np.sum(a * a) + eps)
+
+
+def first_row(a):
+    return a[0]
+
+
+def add_into(a, b, scale=1.0):
+    return a + scale * b
+
+
+def twice(g, a):
+    return g(g(a))
 '''
 
 UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp({} * 0.3)", "np.sqrt({} ** 2 + 1.0)",
@@ -77,7 +101,7 @@ class Program:
     def source(self) -> str:
         """The module text: numpy, the helpers and ``def f``."""
         body = "\n".join("    " + line for _, lines in self.statements for line in lines)
-        return (f"import numpy as np\n\n\n{HELPERS}\n\ndef f({', '.join(self.names)}):\n"
+        return (f"import math\n\nimport numpy as np\n\n\n{HELPERS}\n\ndef f({', '.join(self.names)}):\n"
                 f"{body or '    pass'}\n    return {' + '.join(self.terms) or '0.0'}\n")
 
     def runs(self) -> bool:
@@ -129,10 +153,26 @@ def _arguments(rng: np.random.Generator) -> tuple[list[str], list]:
     return names, args
 
 
+class _Numpy:
+    """NumPy for drawing statements, whose ``std`` refuses (near) constant data: the standard
+    deviation has a kink at 0, where rounding (a std of 1e-16) makes finite differences and
+    the rule disagree without either being wrong."""
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+    @staticmethod
+    def std(a, *args, **kwargs):
+        out = np.std(a, *args, **kwargs)
+        if np.any(np.abs(out) < 1e-6):
+            raise FloatingPointError("std at its kink")
+        return out
+
+
 def _run(lines: list[str], names: list[str], args: list) -> dict | None:
     """Run the statements at module level on copies of the arguments; None when NumPy raises,
     or a value leaves [-1e3, 1e3], is not finite or is exactly zero."""
-    env: dict = {"np": np}
+    env: dict = {"np": _Numpy(), "math": math}
     exec(HELPERS, env)
     env.update(zip(names, copy.deepcopy(args)))
     try:
@@ -195,7 +235,8 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
 
     kind = pick(["assign", "assign", "alias", "view", "copy", "inplace", "inplace", "setitem",
                  "setitem", "out", "builtin", "builtin", "helper", "if", "for", "constructor",
-                 "constructor", "pytree", "pytree"])
+                 "constructor", "pytree", "pytree", "method", "shape", "viewwrite", "loop2",
+                 "math", "swap", "outview", "helper2", "listacc", "numfn", "control"])
     new = d.fresh()
     if kind == "assign":
         return kind, [f"{new} = {expr()}"], [new]
@@ -287,6 +328,117 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
                      '{n} = dict(a=p["a"])["a"]', '{n} = list((p["a"], p["a"]))[1]'])
         lines = form.format(n=new, e=expr(), c=c()).split("\n")
         return kind, lines, [new]
+    if kind == "method" and arrays:
+        form = pick(["{a}.sum(axis=0)", "{a}.mean()", "{a}.clip(-0.5, 0.5)", "{a}.max(axis=0)",
+                     "{a}.T.dot({a})", "{a}.cumsum(axis=0)", "{a}.reshape(-1, 2)",
+                     "{a}.std(axis=-1, keepdims=True)", "{a}.var()", "{a}.flatten()",
+                     "{a}.astype(np.float64)", "{a}.squeeze()", "{a}.prod(axis=0)",
+                     "{a}.min()", "{a}.dot({b})", "{a}.copy().ravel()"])
+        return kind, [f"{new} = {form.format(a=pick(arrays), b=pick(anyf))}"], [new]
+    if kind == "shape" and arrays:
+        form = pick(["np.transpose({a})", "{a}[:, ::-1]", "{a}[::-1]", "np.swapaxes({a}, 0, -1)",
+                     "{a}[None]", "{a}[..., 0]", "np.expand_dims({a}, 0)", "np.squeeze({a})",
+                     "np.concatenate([{a}, {b}], axis=0)", "np.hstack([{a}, {b}])",
+                     "np.vstack([{a}, {b}])", "np.tile({a}, 2)", "np.roll({a}, 1)",
+                     "np.flip({a})", "np.moveaxis({a}, 0, -1)", "{a}[np.array([0, 2])]",
+                     "{a}[{a} > 0.2]", "np.where({a} > 0.1, {a}, 0.5)", "np.atleast_2d({a})",
+                     "np.diag({a})", "np.outer({a}, {b})", "{a} @ {a}.T", "np.dot({a}, {b})",
+                     "np.stack(rows({a}))", "np.linalg.norm({a})", "norm2({a})",
+                     "np.sum({a}, axis=-1, keepdims=True) * {a}", "np.cumsum({a})",
+                     "np.ravel({s}) * {a}", "np.atleast_1d({s}) + {a}", "np.sort({a})",
+                     "np.abs({a}).argmax() * {a}"])
+        line = form.format(a=pick(arrays), b=pick(arrays), s=pick(scalars or anyf))
+        return kind, [f"{new} = {line}"], [new]
+    if kind == "viewwrite" and arrays:
+        a = pick(arrays)
+        form = pick(["{n} = {a}[::-1]\n{n}[0] += {e}", "{n} = {a}.T\n{n}[0] *= {c}",
+                     "{n} = np.transpose({a})\n{n} += {c}", "{n} = {a}[1:]\n{n}[...] = np.sin({n})",
+                     "{n} = {a}[None]\n{n}[0, 0] = {c}", "{n} = {a}.reshape(-1)\n{n}[0] = {e}",
+                     "{n} = {a}[:, 1:3]\n{n} -= {e}", "{n} = {a}[0]\n{n}[:] = {e}",
+                     "{n} = {a}\n{n}[:] = {n} * {c}", "{n} = {a}[...]\n{a} += {e}",
+                     "{n} = {a}[1]\n{a}[1] = {c}", "{n} = np.asarray({a})\n{n}[0] -= {c}"])
+        lines = form.format(n=new, a=a, e=pick([expr(), c(), pick(scalars or [c()])]), c=c())
+        return kind, lines.split("\n"), [new]
+    if kind == "loop2":
+        t = pick(anyf)
+        a = pick(arrays or anyf)
+        form = pick(["for r in {a}:\n    {t} = {t} + np.sum(r) * 0.1",
+                     "{n} = sum([np.sin(r) for r in {a}])",
+                     "{n} = [{a} * k for k in range(3)][-1]",
+                     "i = 0\nwhile i < 2:\n    {t} = {t} * 0.9 + {c}\n    i += 1",
+                     "{n} = 0.0\nfor k, r in enumerate({a}):\n    {n} = {n} + r * k",
+                     "{n} = [{t}, {a}]\n{n}[0] = {n}[0] * {c}\n{n} = {n}[0] + {n}[1]",
+                     "for u, w in zip({a}, {a}):\n    {t} = {t} + u * w * 0.1",
+                     "{n} = {{'k': {a}}}\n{n}['k'] = {n}['k'] * {c}\n{n} = {n}['k']"])
+        lines = form.format(n=new, a=a, t=t, c=c()).split("\n")
+        return kind, lines, [new]
+    if kind == "math":
+        s = pick(scalars or anyf)
+        a = pick(anyf)
+        form = pick(["math.sin(float(np.sum({a})))", "math.exp(float({s}) * 0.1)",
+                     "math.sqrt({s} ** 2 + 1.0)", "np.float64({s}) * {a}",
+                     "math.tanh({s}) * {a}", "math.log(1.0 + {s} ** 2) + {a}",
+                     "float({s}) ** 2 * {a}", "max(float({s}), 0.5) * {a}",
+                     "math.fabs(float(np.mean({a}))) + {a}", "math.pi * {s}",
+                     "{s} if {s} > 0.7 else -{s}", "float(np.max({a})) - {a}"])
+        return kind, [f"{new} = {form.format(a=a, s=s)}"], [new]
+    if kind == "swap" and len(anyf) > 1:
+        a, b = pick(anyf), pick(anyf)
+        return kind, [f"{a}, {b} = {b}, {a}"], []
+    if kind == "outview" and arrays:
+        t, a = pick(arrays), pick(anyf)
+        form = pick(["np.multiply({a}, {c}, out={t}[0])", "np.add({t}[0], 1.0, out={t}[0])",
+                     "np.negative({t}[:, 0], out={t}[:, 1])", "np.sin({t}[1:], out={t}[:-1])",
+                     "np.exp({t} * 0.1, out={t})", "np.add({a}, {t}, out={t})",
+                     "np.add.at({t}, np.array([0, 1, 0]), {a})", "np.copyto({t}[0], {a})",
+                     "np.divide({t}, 2.0, out={t})", "np.square({t}[::2], out={t}[::2])"])
+        return kind, [form.format(t=t, a=a, c=c())], []
+    if kind == "helper2":
+        a, b = pick(arrays or anyf), pick(anyf)
+        form = pick(["{n} = first_row({a})", "{n} = first_row({a})\n{n} *= {c}",
+                     "{n} = add_into({a}, {b}, scale={c})", "{n} = add_into({a}, {b})",
+                     "{n} = twice(np.sin, {a})", "{n} = twice(lambda t: t * {c}, {a})",
+                     "{n} = (lambda t: t ** 2)({a})", "{n} = head({a})[0]\n{n} += {c}",
+                     "{n} = first_row({a})\n{n}[0] = {c}", "{n} = add_into(b={a}, a={b})",
+                     "{n} = np.stack(rows({a}))[0]\n{n} += {c}"])
+        return kind, form.format(n=new, a=a, b=b, c=c()).split("\n"), [new]
+    if kind == "listacc":
+        a, t = pick(arrays or anyf), pick(anyf)
+        form = pick(["{n} = []\nfor k in range(3):\n    {n}.append({t} * (k + 1.0))\n"
+                     "{n} = np.stack({n})",
+                     "{n} = []\nfor r in {a}:\n    {n}.append(np.sum(r ** 2))\n{n} = sum({n})",
+                     "{n} = [np.sin({t}), np.cos({t})]\n{n} = {n}[0] * {n}[1]",
+                     "{n} = [{t}] * 2\n{n} = np.concatenate([np.ravel(v) for v in {n}])",
+                     "{n} = ({t}, {a})\n{n} = {n}[1] - {n}[0]",
+                     "{n} = []\n{n} += [{t}]\n{n} = {n}[-1] * {c}",
+                     "{n} = {{'u': {t}}}\n{n}['w'] = {n}['u'] * {c}\n{n} = {n}['w']"])
+        return kind, form.format(n=new, a=a, t=t, c=c()).split("\n"), [new]
+    if kind == "numfn":
+        a, b = pick(arrays or anyf), pick(anyf)
+        form = pick(["np.clip({a}, -0.4, {b})", "np.linalg.norm({a}, axis=-1)",
+                     "np.einsum('...i,...i->...', {a}, {a})", "np.matmul({a}, {a}.T)",
+                     "np.tensordot({a}, {a}, axes=2)", "np.trace(np.atleast_2d({a}))",
+                     "np.cumprod({a} * 0.5 + 1.0)", "np.diff({a})", "np.pad({a}, 1)",
+                     "np.take({a}, [0, 1, 1])", "np.logaddexp({a}, {b})",
+                     "np.mean({a}, axis=0, keepdims=True)", "np.var({a}, ddof=1)",
+                     "np.average({a}, axis=0)", "np.power(np.abs({a}) + 0.5, 1.5)",
+                     "np.expm1({a} * 0.2)", "np.log(np.abs({a}) + 1.0)", "np.sinh({a})",
+                     "np.arcsinh({a})", "np.reciprocal({a} ** 2 + 1.0)", "np.max({a})",
+                     "np.amin({a}, axis=0)", "np.fmax({a}, {b})", "np.cbrt({a})",
+                     "np.sum({a} ** 3, axis=(0,))", "np.kron({a}, {b})", "np.sign({a}) * {a}",
+                     "np.linalg.norm({a} - {b})", "{a} ** {b}"])
+        return kind, [f"{new} = {form.format(a=a, b=b)}"], [new]
+    if kind == "control":
+        a, t = pick(anyf), pick(anyf)
+        form = pick(["if np.sum({a}) > 50.0:\n    return np.sum({a})",
+                     "for k in range(3):\n    if k == 2:\n        break\n    {t} = {t} * {c}",
+                     "for k in range(3):\n    if k == 1:\n        continue\n    {t} = {t} + {c}",
+                     "k = 0\nwhile np.sum(np.abs({t})) < 20.0 and k < 3:\n    {t} = {t} * 1.5\n"
+                     "    k += 1",
+                     "{t} = {t} if np.max({a}) > 0.3 else {t} * {c}",
+                     "if np.sum({a}) > 0.0:\n    {t} = {t} * {c}\nelif np.sum({a}) > -1.0:\n"
+                     "    {t} = -{t}"])
+        return kind, form.format(a=a, t=t, c=c()).split("\n"), []
     return "assign", [f"{new} = {expr()}"], [new]
 
 

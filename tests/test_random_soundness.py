@@ -13,7 +13,15 @@ import collections
 
 import numpy as np
 import pytest
-from program_generator import FAILURES, check, finite_differences, generate, load, shrink
+from program_generator import (
+    FAILURES,
+    Program,
+    check,
+    finite_differences,
+    generate,
+    load,
+    shrink,
+)
 
 COUNT = 300
 
@@ -71,3 +79,46 @@ def test_finite_differences_see_writes_into_arguments(folder):
     assert np.allclose(fd[0], 18 * 0.5, rtol=1e-6)
     assert np.array_equal(args[0], np.full((3, 4), 0.5))
     assert shrink(program, lambda p: len(p.statements) == 1).statements == program.statements
+
+
+FLOATS_AS_ARRAYS = {
+    "np.ravel then np.concatenate": ["v0 = float(np.sum(y))",
+                                     "v1 = np.concatenate([np.ravel(v0), np.ravel(x)])"],
+    "arithmetic, np.reshape and np.expand_dims": [
+        "v0 = abs(float(np.sum(y))) * 2.0",
+        "v1 = np.reshape(v0, (1, 1)) * x - np.sum(np.expand_dims(v0, 0)) * 0.3"],
+    "np.stack, np.broadcast_to and np.atleast_1d": [
+        "v0 = max(float(np.sum(y)), 0.1)",
+        "v1 = np.sum(np.stack([v0, v0 * 2.0])) * x + np.broadcast_to(v0, (3, 1))",
+        "v1 = v1 + np.atleast_1d(v0)"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(FLOATS_AS_ARRAYS))
+def test_a_python_float_from_float_passes_through_shape_rules(case, folder):
+    """``float()`` makes a Python float, which has no ``.shape``: the rules of shape functions
+    (ravel, reshape, stack...) that read the input's shape know it is ``()``."""
+    program = Program(0, ["x", "y"], [np.linspace(-1.0, 1.0, 12).reshape(3, 4),
+                                      np.array([0.2, 0.4, -0.1, 0.3])],
+                      [("builtin", FLOATS_AS_ARRAYS[case])], ["np.sum(np.sin(v1) * 0.7)"],
+                      (0, 1))
+    assert program.runs()
+    assert check(program, folder)[0] == "correct"      # (the eager engine refuses float())
+
+
+REBOUND_ITERABLES = {
+    "for r in x: x = ...": ["for r in x:", "    x = x + np.sum(r) * 0.1"],
+    "zip of the rebound name": ["for u, w in zip(x, x):", "    x = x + u * w * 0.1"],
+    "enumerate of the rebound name": ["for k, r in enumerate(x):", "    x = x * 0.5 + r * k"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(REBOUND_ITERABLES))
+def test_a_loop_iterates_the_array_it_started_with(case, folder):
+    """``for r in x: x = x + ...`` iterates the first ``x`` (Python evaluates the iterable
+    once); the rows are not read from the rebound ``x`` of the iteration."""
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4) + 0.05
+    program = Program(0, ["x"], [x], [("loop2", REBOUND_ITERABLES[case])],
+                      ["np.sum(np.sin(x) * 0.3)"], (0,))
+    assert program.runs()
+    assert check(program, folder)[0] == "correct"

@@ -544,3 +544,150 @@ def test_a_helper_returning_tuples_from_two_places_is_refused():
         u, s = two_returns(b)
         return np.sum(u) * s
     assert_refused(f, "more than one place")
+
+
+# ------------------------------------------- library functions, tril/triu of 1-D, random draws
+def lib_bartlett(b):
+    return np.sum(np.bartlett(b.shape[0]) * b) + np.sum(np.bartlett(b) * b)
+
+
+def lib_trapezoid(b):
+    return np.sum(b) * np.trapezoid(b)
+
+
+def lib_require(b):
+    return np.sum(np.require(b) * b)
+
+
+def _uses_trapezoid(u):
+    return np.trapezoid(u * u)
+
+
+def lib_in_a_helper(b):
+    return _uses_trapezoid(b) + np.sum(b)
+
+
+@pytest.mark.parametrize("f, name", [(lib_bartlett, "numpy.bartlett"),
+                                     (lib_trapezoid, "numpy.trapezoid"),
+                                     (lib_require, "numpy.require"),
+                                     (lib_in_a_helper, "numpy.trapezoid")],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_numpy_python_functions_are_refused_by_name(f, name):
+    """NumPy's own Python functions are not the user's code: with no rule, a CompileError
+    names them (never a message from inside NumPy's source, never a transformed copy)."""
+    with pytest.raises(srcgrad.CompileError, match=rf"no derivative rule for {name}\b"):
+        srcgrad.grad(f, strict=True)(A.copy())
+
+
+def test_a_standard_library_function_is_refused_by_name():
+    import statistics
+
+    def f(b):
+        return np.sum(b) * statistics.fmean(b)
+    with pytest.raises(srcgrad.CompileError, match=r"no derivative rule for statistics\.fmean"):
+        srcgrad.grad(f, strict=True)(A.copy())
+
+
+_W33 = np.arange(9.0).reshape(3, 3) - 3.5
+
+
+@pytest.mark.parametrize("k", [-1, 0, 1])
+@pytest.mark.parametrize("fn", [np.tril, np.triu], ids=lambda fn: fn.__name__)
+def test_tril_triu_of_a_1d_array(fn, k):
+    """Of a 1-D array NumPy builds a square matrix of repeated rows: the gradient sums them,
+    compiled (strict) and eager alike."""
+    from srcgrad.fallback import eager_transform
+
+    def f(b):
+        return np.sum(fn(b, k) ** 2 * _W33)
+    expected = _fd(f, A)
+    np.testing.assert_allclose(srcgrad.grad(f, strict=True)(A.copy()), expected, rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_allclose(eager_transform(f, "grad", [A.copy()], (0,), True), expected,
+                               rtol=1e-6, atol=1e-8)
+    m = np.outer(A, A) + 1.0                            # a matrix: the mask alone
+    expected = _fd(f, m)
+    np.testing.assert_allclose(srcgrad.grad(f, strict=True)(m.copy()), expected, rtol=1e-6,
+                               atol=1e-8)
+
+
+_RNG = np.random.default_rng(0)
+
+
+def draw_module(b):
+    return np.sum(np.random.normal(b))
+
+
+def draw_global_generator(b):
+    return np.sum(_RNG.normal(b, 1.0))
+
+
+def draw_local_generator(b):
+    rng = np.random.default_rng(0)
+    return np.sum(rng.uniform(b, 2.0))
+
+
+@pytest.mark.parametrize("f, written", [(draw_module, "np.random.normal"),
+                                        (draw_global_generator, "_RNG.normal"),
+                                        (draw_local_generator, "rng.uniform")],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_random_draw_refusal_names_the_call(f, written):
+    with pytest.raises(srcgrad.CompileError, match=rf"{written.replace('.', '[.]')}\(\.\.\.\) "
+                                                   "with an argument that carries a gradient"):
+        srcgrad.grad(f, strict=True)(A.copy())
+
+
+def m_truth_and_order(b):
+    m = np.outer(b, b) + b
+    i = m.argsort(axis=0)
+    return np.sum(m * m.all() + m * m.any(axis=1, keepdims=True)) + np.sum(
+        np.take_along_axis(m, i, axis=0) * _W33)
+
+
+def m_cumprod_diagonal_round(b):
+    m = np.outer(b, b) + 1.0
+    return np.sum(m.cumprod(axis=1) * _W33) + np.sum(m.diagonal(1) ** 2) + np.sum(
+        m.round(1) * m)
+
+
+def m_nonzero(b):
+    r, c = (np.outer(b, b) > 0.0).nonzero()
+    return np.sum((np.outer(b, b) + b)[r, c] ** 3)
+
+
+@pytest.mark.parametrize("f", [m_truth_and_order, m_cumprod_diagonal_round, m_nonzero],
+                         ids=lambda f: f.__name__)
+def test_array_methods_match_numpy(f):
+    """``.all``, ``.any``, ``.argsort``, ``.cumprod``, ``.diagonal``, ``.round``, ``.nonzero``:
+    compiled == eager == finite differences."""
+    from srcgrad.fallback import eager_transform
+    expected = _fd(f, A)
+    np.testing.assert_allclose(srcgrad.grad(f, strict=True)(A.copy()), expected, rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(eager_transform(f, "grad", [A.copy()], (0,), True), expected,
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_a_library_function_of_constants_runs_as_plain_python():
+    """``np.hanning(n)`` of a static ``n`` carries no gradient: it runs as plain Python."""
+    def f(b):
+        return np.sum(np.hanning(b.shape[0]) * b * b) + np.isdtype(b.dtype, "real floating")
+    assert_exact(f)
+
+
+def no_gradient_functions(b):
+    s = np.sum(b * np.round(b, 1)) + np.sum(b * np.fix(b * 1.7)) + np.count_nonzero(b > 0.5)
+    if np.all(b > -5.0) and np.any(b > 0.5) and np.allclose(b, b):
+        s = s + np.sum(b[np.argwhere(b > 0.5)[:, 0]] ** 2) + np.sum(np.signbit(b) * b)
+    return s + np.sum(b[np.nonzero(b > 0.0)] * b[np.argpartition(b, 1)[0]])
+
+
+def test_no_gradient_functions_run_in_both_modes():
+    """The rule table's NO_GRADIENT functions (truth values, indices, rounding) run on plain
+    data in the eager engine as in compiled code: compiled == eager == finite differences."""
+    from srcgrad.fallback import eager_transform
+    expected = _fd(no_gradient_functions, A)
+    np.testing.assert_allclose(srcgrad.grad(no_gradient_functions, strict=True)(A.copy()),
+                               expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(eager_transform(no_gradient_functions, "grad", [A.copy()], (0,),
+                                               True), expected, rtol=1e-5, atol=1e-7)

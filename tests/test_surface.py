@@ -9,7 +9,6 @@ import ast
 import io
 import pathlib
 import re
-import types
 import warnings
 from contextlib import redirect_stdout
 
@@ -43,6 +42,21 @@ CALLS = {
     "np.random.set_bit_generator": "np.random.set_bit_generator(np.random.get_bit_generator())",
     "np.random.Generator": "np.random.Generator(np.random.PCG64(0))",
     "np.random.BitGenerator": "isinstance(np.random.PCG64(0), np.random.BitGenerator)",  # abstract
+    "np.isclose": "np.isclose(x, 0.7)", "np.allclose": "np.allclose(x, x + 1e-9)",
+    "np.searchsorted": "np.searchsorted(np.sort(x), x)",
+    "np.digitize": "np.digitize(x, [0.5, 1.0])", "np.argpartition": "np.argpartition(x, 1)",
+    "np.lexsort": "np.lexsort((x, -x))", "np.issubdtype": "np.issubdtype(x.dtype, np.floating)",
+    "np.finfo": "np.finfo(x.dtype).eps", "np.iinfo": "np.iinfo(np.int32).max",
+    "np.round": "np.round(x, 1)", "np.around": "np.around(x * 3.0)",
+    "np.tril_indices_from": "np.tril_indices_from(np.outer(x, x))",
+    "np.triu_indices_from": "np.triu_indices_from(np.outer(x, x), 1)",
+    "np.diag_indices_from": "np.diag_indices_from(np.outer(x, x))",
+    "np.tril_indices": "np.tril_indices(3)", "np.triu_indices": "np.triu_indices(3, 1)",
+    "np.diag_indices": "np.diag_indices(3)", "np.mask_indices": "np.mask_indices(3, np.triu)",
+    "np.unravel_index": "np.unravel_index(4, (2, 3))",
+    "np.ravel_multi_index": "np.ravel_multi_index(([0, 1], [2, 0]), (2, 3))",
+    "ndarray.argpartition": "x.argpartition(1)",
+    "ndarray.searchsorted": "np.sort(x).searchsorted(x)", "ndarray.round": "x.round(1)",
 }
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     CALLS[f"np.{_name}"] = f"np.{_name}(x, 0.7)"
@@ -74,21 +88,6 @@ def _draw(name: str) -> str | None:
         return None
     finally:
         np.random.set_state(state)
-
-
-# Known gaps in other modules (the lead's list to clear): each is tolerated only while it is
-# still a gap; once fixed, the test fails and asks for its removal here.
-KNOWN_GAPS: dict[str, str] = {}
-
-
-def _known_gap(name: str, obj: object) -> str | None:
-    """NumPy's own Python-level functions are transformed as if they were user code, so the
-    CompileError names a construct inside NumPy's source rather than the call."""
-    if name in KNOWN_GAPS:
-        return KNOWN_GAPS[name]
-    if isinstance(obj, types.FunctionType) and obj.__module__.startswith("numpy"):
-        return "NumPy's source is transformed as user code (calls.py)"
-    return None
 
 
 def _call(name: str, arg: str = "x") -> str:
@@ -222,14 +221,7 @@ def test_refused_functions_raise_a_compile_error_naming_them():
             wrong[name] = f"{type(err).__name__}: {err}"
             continue
         wrong[name] = "compiled"
-    gaps = {n for n in REFUSED if _known_gap(n, objects[n])}
-    unexpected = {k: v for k, v in wrong.items() if k not in gaps}
-    assert not unexpected, "\n".join(f"{k}: {v}" for k, v in sorted(unexpected.items()))
-    fixed = sorted(n for n in gaps - set(wrong) if n in KNOWN_GAPS)
-    assert not fixed, f"remove {fixed} from KNOWN_GAPS in tests/test_surface.py (fixed)"
-    if gaps and not gaps & set(wrong):
-        pytest.fail("NumPy's Python functions are refused by name now: remove _known_gap's "
-                    "FunctionType case in tests/test_surface.py")
+    assert not wrong, "\n".join(f"{k}: {v}" for k, v in sorted(wrong.items()))
 
 
 def test_every_construct_the_lowering_dispatches_on_is_described():

@@ -461,3 +461,59 @@ def test_the_eager_full_like_keeps_the_gradient_of_its_value():
     got = eager_transform(fn, "grad", [x, s], (0, 1), False)
     np.testing.assert_allclose(got[0], np.full(3, s))
     np.testing.assert_allclose(got[1], np.sum(x))
+
+
+CONSTANTS_WRITTEN_AFTER_USE = {
+    "a constant written by a ufunc's out= after a product": """
+        def f(x):
+            c = np.full(4, 1.24)
+            y = c * x
+            np.sin(c, out=c)
+            return np.sum(np.sin(y))
+        """,
+    "a constant scaled in place after a product": """
+        def f(x):
+            c = np.full(4, 1.24)
+            y = c * x
+            c *= 2.0
+            return np.sum(np.sin(y))
+        """,
+    "a constant written by a subscript after np.dot": """
+        def f(x):
+            c = np.ones((4, 2)) * 0.5
+            y = np.dot(x, c)
+            c[0] = 3.0
+            return np.sum(np.sin(y))
+        """,
+    "an index array written after the fancy read": """
+        def f(x):
+            idx = np.array([0, 2])
+            y = x[idx]
+            idx[0] = 1
+            return np.sum(np.sin(y) * np.array([1.0, 2.0]))
+        """,
+    "a constant multiplied into an array in place, then written": """
+        def f(x):
+            c = np.full(4, 0.7)
+            y = x * 1.0
+            y *= c
+            c += 1.0
+            return np.sum(np.sin(y))
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONSTANTS_WRITTEN_AFTER_USE))
+def test_the_eager_engine_keeps_the_constants_it_read(case):
+    """The eager engine reads a plain array (a constant of the function) in backward as it
+    was when used, not as the function left it: NumPy writes into plain arrays are unseen."""
+    from srcgrad.fallback import eager_transform
+    fn = define(CONSTANTS_WRITTEN_AFTER_USE[case], {"np": np})
+    x = np.array([0.3, 0.9, 1.7, 0.5])
+    fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
+    np.testing.assert_allclose(eager_transform(fn, "grad", [x], (0,), True), fd,
+                               rtol=1e-6, atol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(srcgrad.grad(fn, strict=False)(x), fd, rtol=1e-6,
+                                   atol=1e-8)

@@ -77,8 +77,10 @@ defvjp(np.broadcast_to, lambda g, ans, x, shape: sum_to(g, shape=x.shape), nin=1
 defvjp(np.flip, lambda g, ans, x, axis=None: np.flip(g, axis=axis), nin=1)
 defvjp(np.roll, lambda g, ans, x, shift, axis=None: np.roll(g, negated(shift), axis=axis),
        nin=1)
-defvjp(np.tril, lambda g, ans, x, k=0: np.tril(g, k=k), nin=1)
-defvjp(np.triu, lambda g, ans, x, k=0: np.triu(g, k=k), nin=1)
+# Of a 1-D ``x`` NumPy builds a square matrix whose rows are all ``x``: the rows of the
+# masked gradient are summed back (``sum_to``); of a matrix or a stack it is the mask alone.
+defvjp(np.tril, lambda g, ans, x, k=0: sum_to(np.tril(g, k=k), shape=x.shape), nin=1)
+defvjp(np.triu, lambda g, ans, x, k=0: sum_to(np.triu(g, k=k), shape=x.shape), nin=1)
 defvjp(np.tile, lambda g, ans, x, reps: tile_grad(g, x.shape, reps), nin=1)
 defvjp(np.repeat, lambda g, ans, x, repeats, axis=None: repeat_grad(g, x.shape, repeats, axis),
        nin=1)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from srcgrad.runtime.primitives import (
+    NO_GRADIENT,
     bind_numpy,
     defvjp,
     lookup,
@@ -139,3 +140,15 @@ for _f in (np.logical_not, np.isnan, np.isinf, np.isfinite):
 for _f in (np.argmax, np.argmin, np.argsort):
     defvjp(_f, None, dtype_rule="index")
 defvjp(np.floor_divide, None, None)
+
+# Truth values, indices and piecewise constants that record no node: run on plain data.
+_TRUTH, _INDICES = "a boolean result", "integer indices or counts"
+_CONSTANT = "piecewise constant: its derivative is zero wherever it exists"
+NO_GRADIENT.update({
+    np.all: _TRUTH, np.any: _TRUTH, np.isclose: _TRUTH, np.allclose: _TRUTH,
+    np.signbit: _TRUTH, np.isposinf: _TRUTH, np.isneginf: _TRUTH,
+    np.count_nonzero: _INDICES, np.nonzero: _INDICES, np.argwhere: _INDICES,
+    np.flatnonzero: _INDICES, np.searchsorted: _INDICES, np.digitize: _INDICES,
+    np.nanargmax: _INDICES, np.nanargmin: _INDICES, np.argpartition: _INDICES,
+    np.lexsort: _INDICES, np.round: _CONSTANT, np.around: _CONSTANT, np.fix: _CONSTANT,
+})
