@@ -159,9 +159,19 @@ class Expressions:
 
     def binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST) -> Any:
         a, b = self.expr(left), self.expr(right)
+        if isinstance(a, Pack) and isinstance(b, Pack) and isinstance(op, ast.Add):
+            return Pack(a.items + b.items, is_list=a.is_list)     # tuples and list literals
+        if isinstance(op, ast.Mult) and (isinstance(a, Pack) or isinstance(b, Pack)):
+            pack, count = (a, b) if isinstance(a, Pack) else (b, a)
+            if isinstance(count, Const) and type(count.value) is int:
+                return Pack(pack.items * count.value, is_list=pack.is_list)
+            if not (self.is_static(a) and self.is_static(b)):
+                raise self.error("srcgrad repeats a tuple or list by a literal count only",
+                                 node)
+        if (isinstance(a, Pack) or isinstance(b, Pack)) and not (
+                self.is_static(a) and self.is_static(b)):
+            raise self.error(f"srcgrad cannot compile {describe(op)} on a tuple or list", node)
         if self.is_list(a) or self.is_list(b):
-            if isinstance(a, Pack) and isinstance(b, Pack) and isinstance(op, ast.Add):
-                return Pack(a.items + b.items, is_list=True)
             if not (self.is_static(a) and self.is_static(b)):
                 raise self.error(f"srcgrad cannot compile {describe(op)} on lists built at "
                                  "run time (build them with append)", node)

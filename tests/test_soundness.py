@@ -691,3 +691,84 @@ def test_no_gradient_functions_run_in_both_modes():
                                expected, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(eager_transform(no_gradient_functions, "grad", [A.copy()], (0,),
                                                True), expected, rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------ found by the review
+def r_chained_assignment(b):
+    a = c = b * 2.0
+    return np.sum(a * c)
+
+
+def r_tuple_concatenation(b):
+    t = (b,) + (b * 3.0,)
+    return np.sum(t[0] * t[1])
+
+
+def r_tuple_repetition(b):
+    t = (b[0], b[1]) * 2
+    return t[0] * t[3]
+
+
+@pytest.mark.parametrize("f", [r_chained_assignment, r_tuple_concatenation,
+                               r_tuple_repetition], ids=lambda f: f.__name__)
+def test_review_findings_compile_exactly(f):
+    assert_exact(f)
+
+
+def r_list_item_in_place(b):
+    y = b * 2.0
+    items = [y]
+    items[0] += 1.0          # NumPy writes into y through the list
+    return np.sum(y * b)
+
+
+def r_astype_without_copy(b):
+    y = b * 2.0
+    z = y.astype(np.float64, copy=False)   # y itself: a write into z is a write into y
+    z[0] = 0.0
+    return np.sum(y * b)
+
+
+@pytest.mark.parametrize("f, match", [(r_list_item_in_place, "in-place operator on an item"),
+                                      (r_astype_without_copy, "copy")],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_review_findings_refused(f, match):
+    assert_refused(f, match)
+
+
+def r_tolist(b):
+    p, q, r = b.tolist()
+    return p * q
+
+
+def test_tolist_is_refused_by_both_modes():
+    """``tolist()`` makes Python numbers, which carry no gradient: never a silent zero."""
+    assert_refused(r_tolist, "tolist")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = srcgrad.grad(r_tolist)
+        with pytest.raises(srcgrad.CompileError, match="tolist"):
+            g(A.copy())
+
+
+class _Settings:
+    scale = 2.0
+    weights = np.array([1.0, 2.0, 3.0])
+
+
+SETTINGS = _Settings()
+
+
+def r_settings(b):
+    return np.sum(b * SETTINGS.scale * SETTINGS.weights)
+
+
+def test_an_object_attribute_is_read_when_the_code_runs():
+    """``cfg.scale`` rebound after ``grad()`` is followed, forward and adjoint alike."""
+    g = srcgrad.grad(r_settings, strict=True)
+    np.testing.assert_allclose(g(A.copy()), 2.0 * SETTINGS.weights)
+    SETTINGS.scale, SETTINGS.weights = 5.0, np.array([0.0, 1.0, 0.0])
+    try:
+        np.testing.assert_allclose(g(A.copy()), [0.0, 5.0, 0.0])
+    finally:
+        SETTINGS.scale, SETTINGS.weights = 2.0, np.array([1.0, 2.0, 3.0])
