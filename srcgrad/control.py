@@ -192,6 +192,9 @@ class ControlFlow(Jumps):
         return ast.copy_location(ast.Name(name, ast.Load()), node)
 
     def for_statement(self, s: ast.For) -> None:
+        items = self._structure_items(s)
+        if items is not None:
+            return self._unrolled(s, items)
         s = copy.copy(s)
         s.iter = self.hoist_iterable(s.iter, _rebound([s.target, *s.body]))
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
@@ -202,6 +205,37 @@ class ControlFlow(Jumps):
         prologue, trip = self._iteration(s, counter)
         body = ([] if simple else prologue) + s.body
         self._loop(s, body, counter, trip, None, s.orelse)
+
+    def _structure_items(self, s: ast.For) -> list | None:
+        """The items of a loop over a pytree argument or a literal that holds tuples or trees
+        (``for W, b in layers``): its length and structure are known when compiling, so the
+        loop is unrolled (when it has no jumps or ``else``), one copy of the body per item."""
+        if s.orelse or not isinstance(s.iter, (ast.Name, ast.Subscript, ast.Attribute)) or any(
+                isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in walk(s.body)):
+            return None
+        try:
+            value = self.expr(s.iter)
+        except Exception:  # noqa: BLE001 - not a structure: the loop is lowered as usual
+            return None
+        if isinstance(value, Tree) and value.kind != "dict":
+            items = list(value.children.values())
+        elif isinstance(value, Pack):
+            items = value.items
+        else:
+            return None
+        return items if any(isinstance(v, (Tree, Pack)) for v in items) else None
+
+    def _unrolled(self, s: ast.For, items: list) -> None:
+        after = self.live_after() | exposed(s.body)
+        for item in items:
+            self.assign(s.target, item)
+            for i, st in enumerate(s.body):
+                self.line, self.text = st.lineno, self.src.text(st)
+                self._live.append(exposed(s.body[i + 1:]) | after)
+                try:
+                    self.statement(st)
+                finally:
+                    self._live.pop()
 
     def while_statement(self, s: ast.While) -> None:
         self._loop(s, s.body, self.fresh_internal("k"), None, s.test, s.orelse)

@@ -772,3 +772,44 @@ def test_an_object_attribute_is_read_when_the_code_runs():
         np.testing.assert_allclose(g(A.copy()), [0.0, 5.0, 0.0])
     finally:
         SETTINGS.scale, SETTINGS.weights = 2.0, np.array([1.0, 2.0, 3.0])
+
+
+def layered(x, layers):
+    h = x
+    for W, b in layers:
+        h = np.tanh(h @ W + b)
+    return np.sum(h * h)
+
+
+def nested_layers(params, x):
+    h = x
+    for layer in params["layers"]:
+        h = np.tanh(h @ layer["W"] + layer["b"])
+    return np.sum(h ** 2)
+
+
+def test_a_loop_over_a_pytree_of_tuples_is_unrolled():
+    """``for W, b in layers`` over a list argument of tuples (or of dicts): compiled strict,
+    equal to finite differences leaf by leaf."""
+    rng = np.random.default_rng(3)
+    layers = [(rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3)) for _ in range(2)]
+    x = rng.normal(size=3)
+    dx, dlayers = srcgrad.grad(layered, wrt=(0, 1), strict=True)(x, layers)
+    np.testing.assert_allclose(dx, _fd(lambda v: layered(v, layers), x), rtol=1e-5, atol=1e-7)
+    for k, (W, b) in enumerate(layers):
+        for j, leaf in enumerate((W, b)):
+            def moved(v, k=k, j=j):
+                changed = [list(pair) for pair in layers]
+                changed[k][j] = v
+                return layered(x, [tuple(pair) for pair in changed])
+            np.testing.assert_allclose(dlayers[k][j], numerical_grad(moved, [leaf.copy()], 0),
+                                       rtol=1e-5, atol=1e-7)
+    params = {"layers": [{"W": W, "b": b} for W, b in layers]}
+    dparams = srcgrad.grad(nested_layers, strict=True)(params, x)
+    for k, (W, _) in enumerate(layers):
+        def moved_w(v, k=k):
+            changed = {"layers": [dict(layer) for layer in params["layers"]]}
+            changed["layers"][k]["W"] = v
+            return nested_layers(changed, x)
+        np.testing.assert_allclose(dparams["layers"][k]["W"], numerical_grad(
+            moved_w, [W.copy()], 0), rtol=1e-5, atol=1e-7)
