@@ -41,11 +41,22 @@ def _plain(values: tuple) -> list:
     return [v._data if isinstance(v, Tensor) else v for v in values]
 
 
+def _parameter(prim: Any, key: str, value: Any) -> Any:
+    """A static parameter's plain value (``np.clip(x, lo, hi)`` with array bounds): refused
+    when it carries a gradient, which the rule does not give back."""
+    if isinstance(value, Tensor):
+        if value._requires_grad:
+            raise TypeError(f"{prim.name}(): the argument {key}= carries a gradient, which "
+                            "srcgrad's eager run does not follow into a parameter")
+        return value._data
+    return value
+
+
 def _apply(prim: Any, args: tuple, params: dict) -> Any:
     for a in args:
         _check_current(a)
     args = _frozen(tuple(args))
-    params = {k: _frozen(v) for k, v in params.items()}
+    params = {k: _frozen(_parameter(prim, k, v)) for k, v in params.items()}
     out = apply(prim, node_name(prim, args, params), args, params, numpy_semantics=True)
     out.__class__ = Array
     if prim is _COPY and out._data.ndim == 0:      # np.copy of a scalar: a 0-d array

@@ -330,6 +330,8 @@ def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
     if getattr(x, "shape", ()) == tuple(shape):          # numbers have no shape: ()
         return x
     lead = x.ndim - len(shape)
+    if lead < 0:                    # a value written with leading 1-dims NumPy dropped
+        x, lead = x.reshape((1,) * -lead + x.shape), 0
     axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
                                       if n == 1 and x.shape[i + lead] != 1)
     out = x.sum(axis=axes, keepdims=True)

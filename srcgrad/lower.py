@@ -238,9 +238,15 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
                 raise self.error("srcgrad cannot compile starred unpacking", target)
-            items = self.unpack(value, len(target.elts), target)
-            for t, item in zip(target.elts, items):
+            items = list(self.unpack(value, len(target.elts), target))
+            for k, t in enumerate(target.elts):
+                item = items[k]
                 self.assign(t, item)
+                now = self.scope.get(t.id) if isinstance(t, ast.Name) else None
+                if isinstance(item, Var) and isinstance(now, Var) and now.name != item.name:
+                    # renamed for the user's name (``y, y = y, y``): so are the other items
+                    items = [now if isinstance(v, Var) and v.name == item.name else v
+                             for v in items]
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             base = self.expr(target.value)
             if isinstance(base, Pack) and base.is_list:

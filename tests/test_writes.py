@@ -517,3 +517,60 @@ def test_the_eager_engine_keeps_the_constants_it_read(case):
         warnings.simplefilter("ignore")
         np.testing.assert_allclose(srcgrad.grad(fn, strict=False)(x), fd, rtol=1e-6,
                                    atol=1e-8)
+
+
+def test_a_written_value_may_have_leading_ones():
+    """``y[:] = v[None]``: NumPy drops a value's leading 1-dims; the gradient of ``v`` gets
+    them back (both modes undo it centrally, as broadcasting)."""
+    fn = define("""
+        def f(x):
+            y = x * 1.0
+            y[:] = np.sin(x)[None]
+            return np.sum(y * x)
+        """, {"np": np})
+    x = np.array([0.1, 0.5, 0.9])
+    fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
+    np.testing.assert_allclose(srcgrad.grad(fn, strict=True)(x), fd, rtol=1e-6, atol=1e-8)
+    from srcgrad.fallback import eager_transform
+    np.testing.assert_allclose(eager_transform(fn, "grad", [x.copy()], (0,), True), fd,
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_the_eager_engine_refuses_a_gradient_into_a_parameter():
+    """``np.clip(x, lo, hi)`` with a bound that carries a gradient: the rule gives none back
+    for a parameter, so the eager run refuses (it recursed without end), and the user gets a
+    CompileError; a bound without a gradient is a plain value."""
+    from srcgrad.fallback import eager_transform
+    fn = define("""
+        def f(y):
+            return np.sum(np.clip(y ** 2, -0.4, y))
+        """, {"np": np})
+    bound = define("""
+        def f(y):
+            return np.sum(np.clip(y * 2.0, np.zeros_like(y) - 0.1, 0.5))
+        """, {"np": np})
+    y = np.array([-0.7, 0.5, 0.2])
+    with pytest.raises(TypeError, match="a_max= carries a gradient"):
+        eager_transform(fn, "grad", [y], (0,), True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(srcgrad.CompileError):
+            srcgrad.grad(fn, strict=False)(y)
+    np.testing.assert_allclose(eager_transform(bound, "grad", [y], (0,), True), [0.0, 0.0, 2.0])
+
+
+@pytest.mark.parametrize("unpack", ["y, y = y, y", "y, z = y, y", "z, y = y, y"])
+def test_a_written_base_unpacked_twice_keeps_one_name(unpack):
+    """After a write through a view, the base's new value is named for the user's name when
+    it is first unpacked into it; the other items of the same tuple follow that name."""
+    fn = define(f"""
+        def f(x):
+            y = x * 1.0
+            v = y[0:2]
+            v[0] *= 1.18
+            {unpack}
+            return np.sum(np.sin(v) * 1.41) + np.sum(np.sin(y) * 0.67)
+        """, {"np": np})
+    x = np.array([-0.7, 0.5, 0.2, 0.3])
+    fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
+    np.testing.assert_allclose(srcgrad.grad(fn, strict=True)(x), fd, rtol=1e-6, atol=1e-8)

@@ -60,6 +60,8 @@ def unbroadcast(x, shape):
     if getattr(x, 'shape', ()) == tuple(shape):
         return x
     lead = x.ndim - len(shape)
+    if lead < 0:
+        x, lead = (x.reshape((1,) * -lead + x.shape), 0)
     axes = tuple(range(lead)) + tuple((i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1))
     out = x.sum(axis=axes, keepdims=True)
     return out.reshape(shape)
