@@ -130,8 +130,12 @@ def same_code(node: ast.AST, code: types.CodeType, filename: str) -> bool | None
 
 # ------------------------------------------------------------------------- free values
 def _free_names(code: types.CodeType) -> set[str]:
-    """Names the code may read from its globals or closure (nested code included)."""
-    names = set(code.co_names) | set(code.co_freevars)
+    """Names the code may read from its globals or closure (nested code included); attribute
+    names (``exp`` of ``math.exp``) are not."""
+    names = {op.argval for op in dis.get_instructions(code)
+             if op.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF",
+                              "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF")}
+    names |= set(code.co_freevars)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _free_names(const) - set(code.co_varnames) - set(code.co_cellvars)
