@@ -181,8 +181,19 @@ _spelling(np.linalg.tensordot, 2,
           lambda g, ans, a, b, axes=2: tensordot_rhs_grad(g, a, b.ndim, axes))
 _spelling(np.linalg.outer, 2, lambda g, ans, a, b: np.matmul(g, b),
           lambda g, ans, a, b: np.matmul(a, g))
-_spelling(np.linalg.vecdot, 2, lambda g, ans, a, b, axis=-1: np.expand_dims(g, axis) * b,
-          lambda g, ans, a, b, axis=-1: np.expand_dims(g, axis) * a, broadcasts=True)
+def _vecdot_lhs(g, ans, a, b, axis=-1):
+    return np.expand_dims(g, axis) * b
+
+
+def _vecdot_rhs(g, ans, a, b, axis=-1):
+    return np.expand_dims(g, axis) * a
+
+
+def _transpose_last(g, ans, x):
+    return np.swapaxes(g, -1, -2)
+
+
+_spelling(np.linalg.vecdot, 2, _vecdot_lhs, _vecdot_rhs, broadcasts=True)
 _spelling(np.linalg.cross, 2,
           lambda g, ans, a, b, axis=-1: cross_grad(g, a, b, axis=axis, lhs=True),
           lambda g, ans, a, b, axis=-1: cross_grad(g, a, b, axis=axis, lhs=False))
@@ -190,7 +201,7 @@ _spelling(np.linalg.trace, 1,
           lambda g, ans, x, offset=0: trace_grad(g, x.shape, offset, -2, -1))
 _spelling(np.linalg.diagonal, 1,
           lambda g, ans, x, offset=0: undiagonal(g, x.shape, offset, -2, -1))
-_spelling(np.linalg.matrix_transpose, 1, lambda g, ans, x: np.swapaxes(g, -1, -2))
+_spelling(np.linalg.matrix_transpose, 1, _transpose_last)
 _spelling(np.linalg.matrix_norm, 1, lambda g, ans, x, keepdims=False, ord="fro":
           norm_grad(g, ans, x, ord, (-2, -1), keepdims), dtype_rule="float")
 _spelling(np.linalg.vector_norm, 1, lambda g, ans, x, axis=None, keepdims=False, ord=2:
@@ -198,6 +209,5 @@ _spelling(np.linalg.vector_norm, 1, lambda g, ans, x, axis=None, keepdims=False,
 
 # The same two at the top level: np.vecdot is a generalized ufunc (compiled without keywords),
 # np.matrix_transpose a function.
-_spelling(np.vecdot, 2, lambda g, ans, a, b: np.expand_dims(g, -1) * b,
-          lambda g, ans, a, b: np.expand_dims(g, -1) * a, broadcasts=True, prefix="")
-_spelling(np.matrix_transpose, 1, lambda g, ans, x: np.swapaxes(g, -1, -2), prefix="")
+_spelling(np.vecdot, 2, _vecdot_lhs, _vecdot_rhs, broadcasts=True, prefix="")
+_spelling(np.matrix_transpose, 1, _transpose_last, prefix="")
