@@ -42,6 +42,8 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
                 diff = st.kind in ("call", "pack", "unpack", "leaf", "append", "listget") or (
                     st.kind in ("loop", "branch") and i in through) or (
                     st.kind == "prim" and st.fn.vjp(i) is not None)
+                if g.has_edge(a.name, node):     # one value passed twice: (v0, y) with v0 = y
+                    diff = diff or g.edges[a.name, node]["differentiable"]
                 g.add_edge(a.name, node, role="input", argnum=i, differentiable=diff)
         for u in st.uses:
             if not g.has_edge(u, node):
