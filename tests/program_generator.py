@@ -203,7 +203,7 @@ def _leaves(value) -> list:
 def _floats(env: dict, names: set) -> dict[str, object]:
     """The float variables (arrays, scalars) among ``names``."""
     out = {}
-    for n in names:
+    for n in sorted(names):             # a set: sorted, so a seed means one program
         v = env.get(n)
         if isinstance(v, (np.ndarray, np.floating)) and v.dtype.kind == "f":
             out[n] = v
