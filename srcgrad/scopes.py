@@ -25,18 +25,24 @@ def walk(stmts: list[ast.AST]):
                 stack.extend(ast.iter_child_nodes(node))
 
 
+def stored_base(node: ast.AST) -> str | None:
+    """The array name a subscript store writes into (``y`` of ``y[i][j] = v``), or None."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)):
+        return None
+    base = node.value
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    return base.id if isinstance(base, ast.Name) else None
+
+
 def assigned(stmts: list[ast.stmt]) -> set[str]:
     """Names a block assigns (targets of assignments and of ``for``, arrays written into)."""
     names = set()
     for n in walk(stmts):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             names.add(n.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
-            base = n.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name):
-                names.add(base.id)                     # y[i] = v makes a new y
+        elif stored_base(n) is not None:
+            names.add(stored_base(n))                  # y[i] = v makes a new y
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
                 n.func.attr == "append" and isinstance(n.func.value, ast.Name):
             names.add(n.func.value.id)                 # so does xs.append(v)

@@ -166,15 +166,11 @@ class Sharing:
 
 def written_in_place(stmts: list[ast.stmt]) -> set[str]:
     """Names a block writes into (``y[i] = v``, ``y += v``), nested blocks included."""
-    from srcgrad.scopes import walk
+    from srcgrad.scopes import stored_base, walk
     out = set()
     for n in walk(stmts):
-        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
-            base = n.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name):
-                out.add(base.id)
+        if stored_base(n) is not None:
+            out.add(stored_base(n))
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             out.add(n.target.id)
     return out

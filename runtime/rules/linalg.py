@@ -19,7 +19,12 @@ from srcgrad.runtime.primitives import (
 )
 from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
 from srcgrad.runtime.rules.matrices import norm_grad, trace_grad, undiagonal
-from srcgrad.runtime.rules.products import cross_grad, tensordot_lhs_grad, tensordot_rhs_grad
+from srcgrad.runtime.rules.products import (
+    cross_grad,
+    known_matrices,
+    tensordot_lhs_grad,
+    tensordot_rhs_grad,
+)
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -82,19 +87,14 @@ def einsum_parse(subscripts, ndims):
     return ins, out
 
 
-def _matrices(a_ndim, b_ndim) -> bool:
-    """Both operands known to be matrices (an unknown rank, as in generic code, is not)."""
-    return isinstance(a_ndim, int) and isinstance(b_ndim, int) and a_ndim == 2 and b_ndim == 2
-
-
 def _matmul_lhs(g, ans, a, b):
-    if _matrices(a.ndim, b.ndim):
+    if known_matrices(a, b):
         return g @ b.T
     return matmul_lhs_grad(g, b, a_shape=a.shape)
 
 
 def _matmul_rhs(g, ans, a, b):
-    if _matrices(a.ndim, b.ndim):
+    if known_matrices(a, b):
         return a.T @ g
     return matmul_rhs_grad(g, a, b_shape=b.shape)
 

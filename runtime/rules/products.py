@@ -17,7 +17,7 @@ __all__ = ["dot_lhs_grad", "dot_rhs_grad", "inner_grad", "inner_rhs_grad", "tens
            "convolve_grad", "polyval_grad"]
 
 
-def _matrices(a, b) -> bool:
+def known_matrices(a, b) -> bool:
     """Both operands known to be matrices (an unknown rank, as in generic code, is not)."""
     a_ndim, b_ndim = getattr(a, "ndim", None), getattr(b, "ndim", None)
     return isinstance(a_ndim, int) and isinstance(b_ndim, int) and a_ndim == 2 and b_ndim == 2
@@ -51,13 +51,13 @@ def dot_rhs_grad(g, a, b):
 
 
 def _dot_lhs(g, ans, a, b):
-    if _matrices(a, b):
+    if known_matrices(a, b):
         return g @ b.T
     return dot_lhs_grad(g, a, b)
 
 
 def _dot_rhs(g, ans, a, b):
-    if _matrices(a, b):
+    if known_matrices(a, b):
         return a.T @ g
     return dot_rhs_grad(g, a, b)
 
