@@ -9,9 +9,10 @@ Two checks:
   mangling, line numbers, docstrings).
   A module edited on disk after import fails it.
 - :class:`Snapshot`: the identity of every free value the compiled code bound when it was built
-  (globals, closure cells, helpers, and each helper's own), cheap to re-check before a call:
-  a global, closure variable or helper rebound since then makes :meth:`Snapshot.changed` name
-  it, and the transform is rebuilt.
+  (globals, closure cells, helpers, and each helper's own, and the callables it reached as
+  attributes of objects: ``cfg.act``, ``self.act``), cheap to re-check before a call: any of
+  them rebound since then makes :meth:`Snapshot.changed` name it, and the transform is
+  rebuilt.  Data attributes (``cfg.scale``) are read at run time and need no check.
 """
 
 from __future__ import annotations
@@ -142,6 +143,29 @@ def _free_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _attribute_loads(code: types.CodeType, first: str | None) -> set[tuple[str, str]]:
+    """``(name, attr)`` for each ``name.attr`` the code reads where ``name`` is a free name or
+    ``first`` (the parameter a bound method's instance arrives in), nested code included."""
+    loads = [op for op in dis.get_instructions(code) if op.opname not in _SKIP]
+    pairs = set()
+    for a, b in zip(loads, loads[1:]):
+        if b.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+            continue
+        if a.opname in _FREE_LOADS or (a.opname == "LOAD_FAST" and a.argval == first):
+            pairs.add((a.argval, b.argval))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            pairs |= {(n, attr) for n, attr in _attribute_loads(const, None)
+                      if n not in const.co_varnames}
+    return pairs
+
+
+def _bound_attribute(value: Any) -> bool:
+    """Whether the compiler binds this attribute's value when it builds (a callable or a
+    module), rather than reading it at run time as it does data."""
+    return callable(value) or isinstance(value, types.ModuleType)
+
+
 _MISSING = object()
 
 
@@ -173,10 +197,11 @@ class Snapshot:
         self.functions: list[tuple[Any, types.CodeType]] = []
         self.cells: list[tuple[Any, Any, str]] = []         # (cell, value, name)
         self.names: list[tuple[dict, str, Any]] = []        # (namespace, name, value)
+        self.attributes: list[tuple[Any, str, Any]] = []    # (object, attribute, value)
         seen: set[int] = set()
-        todo = [f for f in [_function(fn)] if f is not None]
+        todo = [(f, getattr(fn, "__self__", None)) for f in [_function(fn)] if f is not None]
         while todo and len(seen) < limit:
-            f = todo.pop()
+            f, instance = todo.pop()
             if id(f) in seen:
                 continue
             seen.add(id(f))
@@ -185,7 +210,26 @@ class Snapshot:
                 self._record(f, name)
                 inner = _function(_lookup(f, name))
                 if inner is not None and not _is_library(inner):
-                    todo.append(inner)
+                    todo.append((inner, getattr(_lookup(f, name), "__self__", None)))
+            first = f.__code__.co_varnames[0] if instance is not None and \
+                f.__code__.co_argcount else None
+            for name, attr in sorted(_attribute_loads(f.__code__, first)):
+                owner = instance if name == first else _lookup(f, name)
+                self._record_attribute(owner, attr, todo)
+
+    def _record_attribute(self, owner: Any, attr: str, todo: list) -> None:
+        if owner is _MISSING or isinstance(owner, (types.ModuleType, type)):
+            return                              # modules and classes: seen by their names
+        try:
+            value = getattr(owner, attr, _MISSING)
+        except Exception:                       # a property that raises: nothing bound
+            return
+        if value is _MISSING or not _bound_attribute(value):
+            return
+        self.attributes.append((owner, attr, value))
+        inner = _function(value)
+        if inner is not None and not _is_library(inner):
+            todo.append((inner, getattr(value, "__self__", None)))
 
     def _record(self, f: types.FunctionType, name: str) -> None:
         code = f.__code__
@@ -206,10 +250,27 @@ class Snapshot:
         for cell, value, name in self.cells:
             if _contents(cell) is not value:
                 return repr(name)
+        for owner, attr, value in self.attributes:
+            now = _attribute(owner, attr)
+            if now is not value and not _same_method(now, value):
+                return f"the attribute {attr!r} of {type(owner).__name__}"
         for f, code in self.functions:
             if f.__code__ is not code:
                 return f"the code of {f.__qualname__}"
         return None
+
+
+def _attribute(owner: Any, attr: str) -> Any:
+    try:
+        return getattr(owner, attr, _MISSING)
+    except Exception:
+        return _MISSING
+
+
+def _same_method(a: Any, b: Any) -> bool:
+    """A bound method is a new object at each lookup: the same function on the same object."""
+    return isinstance(a, types.MethodType) and isinstance(b, types.MethodType) and \
+        a.__func__ is b.__func__ and a.__self__ is b.__self__
 
 
 def _contents(cell: Any) -> Any:

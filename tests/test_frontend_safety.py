@@ -178,6 +178,39 @@ def test_a_rebound_closure_variable_is_followed():
     np.testing.assert_allclose(g(X), np.full(3, 7.0))
 
 
+class _Config:
+    pass
+
+
+def test_a_rebound_callable_attribute_is_followed():
+    """``cfg.act`` is bound when the code is built; rebinding it must rebuild (it once kept
+    differentiating the old function: a silent wrong gradient)."""
+    cfg = _Config()
+    cfg.act, cfg.scale = np.sin, 2.0
+
+    def f(x):
+        return np.sum(cfg.act(x) * cfg.scale)
+    g = srcgrad.grad(f, strict=True)
+    np.testing.assert_allclose(g(X), 2.0 * np.cos(X))
+    cfg.act, cfg.scale = np.cos, 3.0
+    np.testing.assert_allclose(g(X), -3.0 * np.sin(X))
+    np.testing.assert_allclose(g(X), numerical_grad(f, [X], 0), rtol=1e-6)
+
+
+def test_a_rebound_attribute_of_a_bound_instance_is_followed():
+    class Model:
+        def __init__(self):
+            self.act = np.tanh
+
+        def loss(self, x):
+            return np.sum(self.act(x))
+    m = Model()
+    snap = Snapshot(m.loss)
+    assert snap.changed() is None                 # a bound method is new at each lookup
+    m.act = np.sin
+    assert "act" in snap.changed()
+
+
 def test_snapshot_sees_rebinding_only():
     env = {"np": np, "W": np.ones(3)}
     f = _from_file("def f(x):\n    return np.sum(W * x)\n", "<safety-snap>", namespace=env)
