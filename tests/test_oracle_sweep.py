@@ -28,9 +28,7 @@ from srcgrad.runtime.primitives import NUMPY_BINDINGS
 BOUND = {key_of(fun): fun for fun in list(NUMPY_BINDINGS)}
 
 # Genuine bugs in other areas, reported in issue 8 (strict: the lead sees them get fixed).
-KNOWN: dict[str, str] = {
-    "clip[arrays]": "issue 8: refused: the gradient of np.clip into array bounds",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params():

@@ -536,27 +536,56 @@ def test_a_written_value_may_have_leading_ones():
                                rtol=1e-6, atol=1e-8)
 
 
+def _scaled_primitive():
+    """A user primitive with a keyword parameter (made in the test: the rule table is global)."""
+    @srcgrad.primitive
+    def _scaled(x, *, k):
+        return x * k
+    srcgrad.defvjp(_scaled, lambda g, ans, x, k: g * k, nin=1)
+    return _scaled
+
+
 def test_the_eager_engine_refuses_a_gradient_into_a_parameter():
-    """``np.clip(x, lo, hi)`` with a bound that carries a gradient: the rule gives none back
-    for a parameter, so the eager run refuses (it recursed without end), and the user gets a
-    CompileError; a bound without a gradient is a plain value."""
+    """A primitive's keyword parameter that carries a gradient: the rule gives none back for
+    a parameter, so the eager run refuses (it recursed without end), and the user gets a
+    CompileError; a parameter without a gradient is a plain value."""
+    scaled = _scaled_primitive()
     from srcgrad.fallback import eager_transform
     fn = define("""
         def f(y):
-            return np.sum(np.clip(y ** 2, -0.4, y))
-        """, {"np": np})
-    bound = define("""
+            return np.sum(scaled(y ** 2, k=y[0]))
+        """, {"np": np, "scaled": scaled})
+    plain = define("""
         def f(y):
-            return np.sum(np.clip(y * 2.0, np.zeros_like(y) - 0.1, 0.5))
-        """, {"np": np})
+            return np.sum(scaled(y * 2.0, k=np.sum(np.zeros_like(y)) + 0.5))
+        """, {"np": np, "scaled": scaled})
     y = np.array([-0.7, 0.5, 0.2])
-    with pytest.raises(TypeError, match="a_max= carries a gradient"):
+    with pytest.raises(TypeError, match="k= carries a gradient"):
         eager_transform(fn, "grad", [y], (0,), True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(srcgrad.CompileError):
             srcgrad.grad(fn, strict=False)(y)
-    np.testing.assert_allclose(eager_transform(bound, "grad", [y], (0,), True), [0.0, 0.0, 2.0])
+    np.testing.assert_allclose(eager_transform(plain, "grad", [y], (0,), True), [1.0, 1.0, 1.0])
+
+
+def test_np_clip_bounds_carry_gradients():
+    """``np.clip(x, lo, hi)``: the gradient reaches whichever of x, lo, hi gives each value
+    (x on a tie; hi where lo > hi, as NumPy gives hi there), unbroadcast to each shape."""
+    fn = define("""
+        def f(x, lo, hi):
+            return np.sum(np.clip(x, lo, hi) ** 2)
+        """, {"np": np})
+    x = np.array([-1.0, 0.1, 1.0, 2.0, 3.0, 0.7])
+    lo = np.array([0.0, 0.5, 0.5, 0.5, 0.5, 0.9])
+    hi = np.array([2.0, 2.0, 2.0, 2.5, 2.5, 0.8])
+    for args, wrt in [((x, lo, hi), (0, 1, 2)), ((x, lo, 2.2), (0, 1)), ((x, 0.3, hi), (0, 2))]:
+        compiled = srcgrad.grad(fn, wrt=wrt, strict=True)(*args)
+        eager = srcgrad.grad(fn, wrt=wrt)(*args)
+        for k, c, e in zip(wrt, compiled, eager):
+            fd = numerical_grad(lambda *a: float(fn(*a)), [np.asarray(a, float) for a in args], k)
+            np.testing.assert_allclose(c, fd.reshape(np.shape(args[k])), atol=1e-6)
+            np.testing.assert_allclose(e, c)
 
 
 @pytest.mark.parametrize("unpack", ["y, y = y, y", "y, z = y, y", "z, y = y, y"])

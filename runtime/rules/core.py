@@ -148,6 +148,17 @@ def clip_mask(x, *, lo, hi):
     return inside
 
 
+@primitive(nin=1, dtype_rule="bool")
+def clip_bound_mask(x, *, lo, hi, bound):
+    """Where ``np.clip(x, lo, hi)`` takes its value from ``bound`` ("lo" or "hi"): below ``lo``
+    (unless ``lo > hi``, where NumPy gives ``hi``) or above ``max(x, lo)`` (ties go to x)."""
+    raised = x if lo is None else np.maximum(x, lo)
+    above = np.zeros_like(raised, dtype=bool) if hi is None else raised > hi
+    if bound == "hi":
+        return above
+    return (x < lo) & ~above
+
+
 defvjp(unreduce, lambda g, ans, x, shape, axis=None, keepdims=False:
        np.sum(g, axis=axis, keepdims=keepdims))
 defvjp(sum_to, lambda g, ans, x, shape: np.broadcast_to(g, x.shape))
@@ -161,6 +172,7 @@ defvjp(matmul_rhs_grad, lambda g, ans, gy, a, b_shape: np.matmul(a, g),
        lambda g, ans, gy, a, b_shape: matmul_lhs_grad(gy, g, a_shape=a.shape))
 defvjp(cast, lambda g, ans, x, dtype: cast(g, dtype=x.dtype))
 defvjp(clip_mask, None)
+defvjp(clip_bound_mask, None)
 
 
 @primitive(dtype_rule="same")

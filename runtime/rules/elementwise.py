@@ -14,7 +14,7 @@ from srcgrad.runtime.primitives import (
     lookup,
     primitive,
 )
-from srcgrad.runtime.rules.core import LN2, LN10, clip_mask
+from srcgrad.runtime.rules.core import LN2, LN10, clip_bound_mask, clip_mask
 
 defvjp(np.negative, lambda g, ans, x: -g)
 defvjp(np.positive, lambda g, ans, x: g)
@@ -117,8 +117,11 @@ defvjp(np.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.floor_
 defvjp(np.fmod, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.trunc(x / y))
 defvjp(np.where, None, lambda g, ans, c, x, y: np.where(c, g, 0),
        lambda g, ans, c, x, y: np.where(c, 0, g), nin=3, broadcasts=True)
-defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None:
-       g * clip_mask(x, lo=a_min, hi=a_max), nin=1)
+defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None: g * clip_mask(x, lo=a_min, hi=a_max),
+       lambda g, ans, x, a_min=None, a_max=None:
+       g * clip_bound_mask(x, lo=a_min, hi=a_max, bound="lo"),
+       lambda g, ans, x, a_min=None, a_max=None:
+       g * clip_bound_mask(x, lo=a_min, hi=a_max, bound="hi"), nin=3, broadcasts=True)
 
 # sinc' = (cos(pi x) - sinc(x)) / x, and its Taylor series near 0 (exact there, and smooth:
 # the second derivative at 0 is right too).
