@@ -123,6 +123,7 @@ class Accumulation:
         stmts = self.tracer.stmts
         self.tracer.stmts = []
         old = self.adj.get(var)
+        was_virtual = var in self.virtual      # a scalar standing for an array: no scatter
         if old is None and virtual:
             self.virtual.add(var)
         elif not (virtual and var in self.virtual):
@@ -170,8 +171,8 @@ class Accumulation:
             self.owned.add(name)
         elif old.id in self.owned and not self.scalar:
             name = old.id                   # an array this code made: add into it
-            stmts.append(self._scatter(name, value, stmts) or
-                         ast.AugAssign(_name(name), ast.Add(), value))
+            scatter = None if was_virtual else self._scatter(name, value, stmts)
+            stmts.append(scatter or ast.AugAssign(_name(name), ast.Add(), value))
         else:
             name = old.id
             stmts.append(assign(name, ast.BinOp(_name(name), ast.Add(), value)))

@@ -17,7 +17,7 @@ import types
 from typing import Any
 
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
-from srcgrad.codegen.reverse import COMMENT
+from srcgrad.codegen.primal import COMMENT
 from srcgrad.codegen.symbolic import helper_sources
 
 __all__ = ["render", "load", "NAMESPACES"]

@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.ir import Const, Var
-from srcgrad.lowering_tables import const_expr, value_expr
+from srcgrad.ir import Const, Var, const_expr, value_expr
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
            "helper_sources", "numpy_path"]

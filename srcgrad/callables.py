@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
+
+from srcgrad.fallback import call_with  # how the eager engine calls it: one value a parameter
 
 __all__ = ["target", "describe", "call_with"]
 
@@ -16,8 +19,8 @@ __all__ = ["target", "describe", "call_with"]
 def target(fun: Any) -> tuple[Callable, tuple, str | None]:
     """The function to compile, the arguments bound in front of the caller's (a method's
     ``self``), and why it cannot compile (None: it may)."""
-    from srcgrad.api import Transform
-    if isinstance(fun, Transform):
+    api = sys.modules.get("srcgrad.api")    # read, not imported: srcgrad.api imports this module
+    if api is not None and isinstance(fun, api.Transform):
         return fun, (), (f"{describe(fun)} is itself a srcgrad transform: higher-order "
                          "differentiation of a transform is not compiled yet (the eager "
                          "engine computes it)")
@@ -43,8 +46,3 @@ def describe(fun: Any) -> str:
     inner = getattr(fun, "func", None)
     return f"functools.partial({describe(inner)})" if inner is not None else \
         type(fun).__name__
-
-
-def call_with(signature: inspect.Signature) -> Any:
-    from srcgrad.fallback import call_with as fallback_call_with
-    return fallback_call_with(signature)

@@ -16,14 +16,15 @@ from typing import Any
 
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
+from srcgrad.iteration import Iteration, rebound
 from srcgrad.jumps import Jumps
 from srcgrad.lists import held
-from srcgrad.scopes import assigned, exposed, read, walk
+from srcgrad.scopes import assigned, exposed, read
 
 __all__ = ["ControlFlow"]
 
 
-class ControlFlow(Jumps):
+class ControlFlow(Jumps, Iteration):
     """The lowering of ``if``, ``for`` and ``while`` (mixed into the Lowerer)."""
 
     def live_after(self) -> set[str]:
@@ -49,6 +50,7 @@ class ControlFlow(Jumps):
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
+        child.treeless = self.treeless
         child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
             p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
@@ -120,6 +122,21 @@ class ControlFlow(Jumps):
                                      self._node_of_line())
             self.consume(value, self.line, "a list" if self.is_list(value) else "an array")
 
+    def _refuse_tuples(self, blocks: tuple, outputs: list[str], node: ast.AST, how: str
+                       ) -> None:
+        """A tuple that leaves a block is one run-time value, which srcgrad would index as
+        an array: refused (its items, as names of their own, are compiled)."""
+        for i, name in enumerate(outputs):
+            before = self.scope.get(name)
+            tuple_before = isinstance(before, Pack) and not before.is_list and \
+                not self.is_static(before)
+            made = [st for ir in blocks for st in ir.body if st.target == ir.returned(i)]
+            if tuple_before or any(st.kind == "pack" and not st.params.get("list") and any(
+                    isinstance(a, Var) and a.name not in ir.static_names for a in st.args)
+                    for ir in blocks for st in made):
+                raise self.error(f"{name!r} is a tuple {how}; srcgrad does not compile that "
+                                 "yet: give its items names of their own (a, b = ...)", node)
+
     def bind_outputs(self, pack: Var, outputs: list[str], blocks: tuple = ()) -> None:
         for i, name in enumerate(outputs):
             part = self.fresh(name)
@@ -138,22 +155,56 @@ class ControlFlow(Jumps):
         assigned_here = assigned(then) | assigned(orelse)
         live = self.live_after()
         outputs = sorted(n for n in assigned_here if n in self.scope or n in live)
+        skipped = self._jumped_over(s)
+        missing = [n for n in outputs if n not in self.scope and n not in assigned(orelse)]
         for name in outputs:
             if name not in self.scope and not (name in assigned(then) and name in
-                                               assigned(orelse)):
+                                               assigned(orelse)) and \
+                    not (skipped and name in missing):
                 raise self.error(f"{name!r} is assigned in one branch only and used after "
                                  "the if statement", s)
         inputs = self.inputs_of([then, orelse], {n for n in outputs if n in self.scope})
         self.check_block_writes(then + orelse, set(), s)
         label = self.fresh(f"{self.src.name}_if_{s.lineno}")
-        params, values, rebuild = self.expand_inputs(inputs)
-        blocks = tuple(self.block_function(b, params, outputs, f"{label}_{part}", s, rebuild)
-                       for b, part in ((then, "then"), (orelse, "else")))
+        params, values, rebuild = self.expand_inputs(inputs, True)
+        then_ir = self.block_function(then, params, outputs, f"{label}_then", s, rebuild,
+                                      values)
+        if missing:
+            orelse = self._placeholders(missing, [then_ir.returned(outputs.index(n)) in
+                                                  then_ir.lists for n in missing], s) + orelse
+        blocks = (then_ir, self.block_function(orelse, params, outputs, f"{label}_else", s,
+                                               rebuild, values))
+        self._refuse_tuples(blocks, outputs, s, "assigned in a branch")
         pack = self.fresh(f"if_{s.lineno}")
         self.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *values],
                        params={"outputs": len(outputs)}))
         self.consume_inputs(params, values, blocks, set(params))
         self.bind_outputs(Var(pack), outputs, blocks)
+
+    def _jumped_over(self, s: ast.If) -> bool:
+        """Whether ``s`` is a guard ``if not flag:`` written for a jump (an early return, a
+        ``break`` or ``continue``) with no else: its else path has jumped, and everything
+        after it in the function (or the loop body) is guarded the same way, so a name the
+        guarded code first assigns is never read on that path."""
+        test = s.test
+        if s.orelse or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            return False
+        names = test.operand.values if isinstance(test.operand, ast.BoolOp) and isinstance(
+            test.operand.op, ast.Or) else [test.operand]
+        return all(isinstance(n, ast.Name) and n.id in self.flags for n in names)
+
+    def _placeholders(self, names: list[str], lists: list[bool], node: ast.AST
+                      ) -> list[ast.stmt]:
+        """``name = 0.0`` (``[]`` for a list) on the path that has jumped: a value nothing
+        reads, so that the names the guarded code assigns are defined on both paths."""
+        out = []
+        for name, is_list in zip(names, lists):
+            value = ast.List([], ast.Load()) if is_list else ast.Constant(0.0)
+            st = ast.Assign([ast.Name(name, ast.Store())], value)
+            for n in ast.walk(st):
+                ast.copy_location(n, node)
+            out.append(st)
+        return out
 
     def if_expression(self, node: ast.IfExp) -> Any:
         """``a if c else b`` as a branch whose blocks each compute one side."""
@@ -171,32 +222,12 @@ class ControlFlow(Jumps):
         return self.scope.pop(name)
 
     # ------------------------------------------------------------------------------ for
-    def hoist_iterable(self, node: ast.expr, rebound: set[str] = frozenset()) -> ast.expr:
-        """The iterable evaluated once, before the loop, as Python does: anything but a name
-        or ``range``/``enumerate``/``zip``/``reversed`` of such is bound to a temporary, and so
-        is a name the loop binds anew (``for r in x: x = x + r`` iterates the first ``x``)."""
-        if isinstance(node, ast.Name) and node.id not in rebound:
-            return node
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in ("range", "enumerate", "zip", "reversed") and not node.keywords:
-            if node.func.id == "range":
-                return node
-            new = copy.copy(node)
-            new.args = [self.hoist_iterable(a, rebound) for a in node.args]
-            return new
-        name = self.fresh_internal("sequence")
-        bind = ast.Assign([ast.Name(name, ast.Store())], node)
-        for n in ast.walk(bind):
-            ast.copy_location(n, node)
-        self.statement(bind)
-        return ast.copy_location(ast.Name(name, ast.Load()), node)
-
     def for_statement(self, s: ast.For) -> None:
         items = self._structure_items(s)
         if items is not None:
             return self._unrolled(s, items)
         s = copy.copy(s)
-        s.iter = self.hoist_iterable(s.iter, _rebound([s.target, *s.body]))
+        s.iter = self.hoist_iterable(s.iter, rebound([s.target, *s.body]))
         simple = (isinstance(s.target, ast.Name) and isinstance(s.iter, ast.Call)
                   and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range"
                   and len(s.iter.args) == 1      # and the variable is not read after the loop
@@ -205,37 +236,6 @@ class ControlFlow(Jumps):
         prologue, trip = self._iteration(s, counter)
         body = ([] if simple else prologue) + s.body
         self._loop(s, body, counter, trip, None, s.orelse)
-
-    def _structure_items(self, s: ast.For) -> list | None:
-        """The items of a loop over a pytree argument or a literal that holds tuples or trees
-        (``for W, b in layers``): its length and structure are known when compiling, so the
-        loop is unrolled (when it has no jumps or ``else``), one copy of the body per item."""
-        if s.orelse or not isinstance(s.iter, (ast.Name, ast.Subscript, ast.Attribute)) or any(
-                isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in walk(s.body)):
-            return None
-        try:
-            value = self.expr(s.iter)
-        except Exception:  # noqa: BLE001 - not a structure: the loop is lowered as usual
-            return None
-        if isinstance(value, Tree) and value.kind != "dict":
-            items = list(value.children.values())
-        elif isinstance(value, Pack):
-            items = value.items
-        else:
-            return None
-        return items if any(isinstance(v, (Tree, Pack)) for v in items) else None
-
-    def _unrolled(self, s: ast.For, items: list) -> None:
-        after = self.live_after() | exposed(s.body)
-        for item in items:
-            self.assign(s.target, item)
-            for i, st in enumerate(s.body):
-                self.line, self.text = st.lineno, self.src.text(st)
-                self._live.append(exposed(s.body[i + 1:]) | after)
-                try:
-                    self.statement(st)
-                finally:
-                    self._live.pop()
 
     def while_statement(self, s: ast.While) -> None:
         self._loop(s, s.body, self.fresh_internal("k"), None, s.test, s.orelse)
@@ -275,6 +275,7 @@ class ControlFlow(Jumps):
         if test is not None:
             cond_ir = self._condition(test, params, f"{label}_test", s, rebuild)
             cond_ir.nondiff = set(params)
+        self._refuse_tuples((body_ir,), carried, s, "carried through a loop")
         args = [*self.bind_inputs(carried, s), *const_values]
         pack = self.fresh(f"loop_{s.lineno}")
         self.emit(Stmt(pack, "loop", fn=(body_ir, cond_ir), args=args,
@@ -327,61 +328,6 @@ class ControlFlow(Jumps):
             ast.copy_location(n, test)
         return self.block_function([assign], params, [name], label, node, rebuild)
 
-    def _iteration(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
-        """Statements that bind the loop target from the counter, and the trip expression."""
-        it = s.iter
-        k = ast.Name(counter, ast.Load())
-
-        def assign(target: ast.expr, value: ast.expr) -> ast.stmt:
-            st = ast.Assign([copy.deepcopy(target)], value)
-            for n in ast.walk(st):
-                ast.copy_location(n, s)
-            return st
-
-        def sequence(node: ast.expr) -> tuple[list[ast.expr], Any]:
-            """Element expressions (by the counter) and the length of an iterable."""
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                if node.func.id == "range" and not node.keywords:
-                    start, stop, step = _range_args(node.args)
-                    value: ast.expr = k
-                    if not (isinstance(step, ast.Constant) and step.value == 1):
-                        value = ast.BinOp(value, ast.Mult(), step)
-                    if not (isinstance(start, ast.Constant) and start.value == 0):
-                        value = ast.BinOp(start, ast.Add(), value)
-                    return [value], ("range", start, stop, step)
-                if node.func.id == "enumerate" and len(node.args) == 1:
-                    inner, length = sequence(node.args[0])
-                    return [ast.Tuple([k, inner[0]], ast.Load())], length
-                if node.func.id == "reversed" and len(node.args) == 1 and not (
-                        isinstance(node.args[0], ast.Call) and isinstance(
-                            node.args[0].func, ast.Name) and node.args[0].func.id in (
-                            "enumerate", "zip")):
-                    back = ast.BinOp(ast.Constant(-1), ast.Sub(), k)     # xs[-1 - k]
-                    return ([ast.Subscript(copy.deepcopy(node.args[0]), back, ast.Load())],
-                            ("len", node.args[0]))
-                if node.func.id == "zip" and node.args:
-                    parts = [sequence(a) for a in node.args]
-                    return ([ast.Tuple([p[0][0] for p in parts], ast.Load())],
-                            ("min", [p[1] for p in parts]))
-            return [ast.Subscript(copy.deepcopy(node), k, ast.Load())], ("len", node)
-
-        values, length = sequence(it)
-        return [assign(s.target, values[0])], self._trip(length, s)
-
-    def _trip(self, length: Any, node: ast.AST) -> Var:
-        """The number of iterations, computed before the loop as a static value."""
-        expr = _trip_expr(length)
-        for n in ast.walk(expr):
-            ast.copy_location(n, node)
-        return self.static_expr(expr, hint="trips")
-
-def _rebound(nodes: list[ast.AST]) -> set[str]:
-    """Names bound anew (``x = ...``, a ``for`` target), not written in place (``x += v``,
-    ``x[i] = v``: iterating an array sees those writes, as NumPy's iterator does)."""
-    aug = {id(n.target) for n in walk(nodes) if isinstance(n, ast.AugAssign)}
-    return {n.id for n in walk(nodes)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in aug}
-
 
 def _stored_and_written(ir: Any, name: str) -> bool:
     """Whether a block both writes into the array ``name`` and stores a version of it in a
@@ -393,25 +339,3 @@ def _stored_and_written(ir: Any, name: str) -> bool:
     result = ir.result.name if isinstance(ir.result, Var) else None
     return any(isinstance(a, Var) and a.name in versions
                for st in ir.body if st.target != result for a in held(st))
-
-
-def _range_args(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:
-    if len(args) == 1:
-        return ast.Constant(0), args[0], ast.Constant(1)
-    if len(args) == 2:
-        return args[0], args[1], ast.Constant(1)
-    return args[0], args[1], args[2]
-
-
-def _trip_expr(length: Any) -> ast.expr:
-    kind = length[0]
-    if kind == "range":
-        _, start, stop, step = length
-        args = [stop] if (isinstance(start, ast.Constant) and start.value == 0 and isinstance(
-            step, ast.Constant) and step.value == 1) else [start, stop, step]
-        return ast.Call(ast.Name("len", ast.Load()), [ast.Call(
-            ast.Name("range", ast.Load()), args, [])], [])
-    if kind == "len":
-        return ast.Call(ast.Name("len", ast.Load()), [copy.deepcopy(length[1])], [])
-    return ast.Call(ast.Name("min", ast.Load()), [_trip_expr(p) for p in length[1]], [])
-

@@ -18,63 +18,12 @@ import numpy as np
 
 from srcgrad import lowering_tables as T
 from srcgrad.errors import describe
-from srcgrad.ir import Const, Stmt, Var
+from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
+from srcgrad.subscripts import Subscripts
 
-__all__ = ["Expressions", "Pack", "Tree", "Closure"]
+__all__ = ["Expressions", "Pack", "Tree", "Closure"]   # the values re-exported from srcgrad.ir
 
-_CONTAINERS = (list, tuple, dict, str, bytes, range)
-"""Constants whose subscript only selects (anything else may compute, as ``np.r_`` does)."""
-
-
-class Pack:
-    """A tuple or list literal not yet materialised (``a, b = b, a``; ``return x, y``)."""
-
-    def __init__(self, items: list, is_list: bool = False) -> None:
-        self.items = items
-        self.is_list = is_list
-
-
-class Closure:
-    """A lambda bound to a name in the function: inlined where it is called (late binding,
-    as Python's closures: it reads the enclosing names' values at the call)."""
-
-    def __init__(self, node: ast.Lambda) -> None:
-        self.node = node
-
-
-class Tree:
-    """A pytree argument (dict, list or tuple): constant subscripts select its leaves."""
-
-    def __init__(self, kind: Any, children: dict) -> None:
-        self.kind = kind
-        self.children = children        # key (str or int) -> Tree or Var
-        self.root: Var | None = None    # the parameter, for a whole argument
-
-    def leaves(self, path: tuple = ()) -> list[tuple[tuple, Any]]:
-        """``(path, Var)`` for every leaf, in a fixed order."""
-        out = []
-        for key, child in self.children.items():
-            out += child.leaves(path + (key,)) if isinstance(child, Tree) else [
-                (path + (key,), child)]
-        return out
-
-    def with_leaves(self, values: dict) -> Tree:
-        """The same structure holding ``values[path]`` at each leaf (a block's parameters)."""
-        def build(tree: Tree, path: tuple) -> Tree:
-            return Tree(tree.kind, {k: build(c, path + (k,)) if isinstance(c, Tree)
-                                    else values[path + (k,)] for k, c in tree.children.items()})
-        return build(self, ())
-
-    def literal(self) -> ast.expr:
-        """The tree written out from its leaves (when no parameter holds it whole)."""
-        items = [c.literal() if isinstance(c, Tree) else ast.Name(c.name, ast.Load())
-                 for c in self.children.values()]
-        if self.kind == "dict":
-            return ast.Dict([ast.Constant(k) for k in self.children], items)
-        return ast.List(items, ast.Load()) if self.kind is list else ast.Tuple(items, ast.Load())
-
-
-class Expressions:
+class Expressions(Subscripts):
     """The lowering of expressions (mixed into the Lowerer)."""
 
     def expr(self, node: ast.expr) -> Any:
@@ -144,16 +93,6 @@ class Expressions:
             return self.prim(np.transpose, [base], {}, f"{base.name}_T", node)
         raise self.error(f"srcgrad cannot compile the array attribute .{node.attr}", node)
 
-    def expr_Slice(self, node: ast.Slice) -> Any:
-        """``a:b:c`` in a subscript of a list or tuple: a constant slice, or a static one."""
-        parts = [self.expr(p) if p is not None else Const(None)
-                 for p in (node.lower, node.upper, node.step)]
-        if all(isinstance(p, Const) for p in parts):
-            return Const(slice(*(p.value for p in parts)))
-        if any(self.carries(p) for p in parts):
-            raise self.error("a slice bound that carries a gradient is not compiled", node)
-        return self.static_expr(_call_form(node), hint="part")
-
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binop(node.op, node.left, node.right, node)
 
@@ -220,86 +159,7 @@ class Expressions:
         raise self.error("`and`/`or` on arrays is ambiguous; use np.logical_and/np.logical_or",
                          node)
 
-    def tree(self, root: Var, structure: Any, hint: str, path: tuple) -> Any:
-        """Leaf variables for a pytree argument, each read once at the top of the function."""
-        if structure is None:
-            name = self.fresh(hint)
-            self.source_names[name] = hint
-            return self.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
-        kind, keys, children = structure
-        keys = keys if keys is not None else list(range(len(children)))
-        out = {}
-        for key, child in zip(keys, children):
-            label = key if isinstance(key, str) and key.isidentifier() else f"{hint}_{key}"
-            out[key] = self.tree(root, child, label, path + (key,))
-        return Tree(kind, out)
-
-    def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.expr(node.value)
-        if isinstance(base, Tree):
-            key = self.expr(node.slice)
-            items = list(base.children.values())
-            if isinstance(key, Const) and base.kind != "dict":   # a list or tuple argument
-                if isinstance(key.value, slice):
-                    return Pack(items[key.value], base.kind is list)
-                if isinstance(key.value, int) and -len(items) <= key.value < len(items):
-                    return items[key.value]
-            if isinstance(key, Const) and base.kind == "dict" and isinstance(
-                    key.value, (str, int)) and key.value in base.children:
-                return base.children[key.value]
-            leaves = items
-            if base.kind != "dict" and all(isinstance(v, Var) for v in leaves):
-                return self.list_item(Pack(leaves, is_list=True), node)   # xs[t] in a loop
-            raise self.error("a pytree argument is indexed by a constant key here",
-                             node.slice)
-        if isinstance(base, Pack):
-            key = self.expr(node.slice)
-            if isinstance(key, Const) and isinstance(key.value, int):
-                if not -len(base.items) <= key.value < len(base.items):
-                    raise self.error(f"index {key.value} is out of range for "
-                                     f"{len(base.items)} items", node.slice)
-                return base.items[key.value]
-            if isinstance(key, Const) and isinstance(key.value, slice):
-                return Pack(base.items[key.value], base.is_list)
-            return self.list_item(base, node)
-        if self.is_runtime_list(base):
-            return self.list_item(base, node)
-        items = self.tuple_items(base)
-        if items is not None:                      # t = helper(x); t[0]
-            try:
-                key = Const(ast.literal_eval(node.slice))
-            except (ValueError, SyntaxError, TypeError):
-                key = self.expr(node.slice)
-            if not (isinstance(key, Const) and type(key.value) is int
-                    and -items <= key.value < items):
-                raise self.error("a tuple returned by a helper is indexed by a constant in "
-                                 "range here", node.slice)
-            part = self.fresh(f"{base.name}_{key.value % items}")
-            return self.emit(Stmt(part, "unpack", args=[base],
-                                  params={"index": key.value % items}))
-        if isinstance(base, Const) and not isinstance(base.value, _CONTAINERS) and \
-                self.key_carries(node.slice):
-            raise self.error(f"{ast.unparse(node.value)}[...] of values that carry a gradient "
-                             "is not compiled (use np.concatenate or np.stack)", node)
-        if self.is_static(base):
-            return self.static_expr(node)
-        index = self.index_param(node.slice)
-        return self.prim(T.lookup("getitem"), [base], {"index": index},
-                         f"{base.name if isinstance(base, Var) else 'item'}_at", node)
-
-    def key_carries(self, key: ast.expr) -> bool:
-        """Whether an index expression may carry a gradient (``np.r_[a, b]``)."""
-        mark = len(self.body)
-        try:
-            parts = key.elts if isinstance(key, ast.Tuple) else [key]
-            return any(self.carries(self.expr(p)) for p in parts
-                       if not isinstance(p, ast.Slice))
-        except Exception:  # noqa: BLE001 - judged by the names it reads instead
-            return any(self.carries(self.scope[n.id]) for n in ast.walk(key)
-                       if isinstance(n, ast.Name) and n.id in self.scope)
-        finally:
-            del self.body[mark:]
-
+    # ------------------------------------------------------------------------ static
     def note_global(self, name: str) -> None:
         """A user global read by code printed verbatim: bind it when the module loads."""
         if name in self.free or name == "np" or hasattr(builtins, name):
@@ -309,21 +169,6 @@ class Expressions:
         except Exception:  # noqa: BLE001 - a local of the generated code, or slice
             pass
 
-    def index_param(self, node: ast.expr) -> Any:
-        """An index as a static parameter: a Python value, or a Var of a runtime index."""
-        call_form = _call_form(node)
-        if all(n.id == "slice" for n in ast.walk(call_form) if isinstance(n, ast.Name)):
-            try:
-                tree = ast.fix_missing_locations(ast.Expression(call_form))
-                return eval(compile(tree, "<index>", "eval"),
-                            {"slice": slice, "__builtins__": {}})
-            except Exception:  # noqa: BLE001 - not a literal after all
-                pass
-        index = self.static_expr(call_form, hint="index")
-        self.inline.add(index.name)
-        return index
-
-    # ------------------------------------------------------------------------ static
     def is_static(self, value: Any) -> bool:
         if isinstance(value, Const):
             return not isinstance(value.value, np.ndarray)
@@ -391,17 +236,6 @@ def _live_state(owner: Any, value: Any) -> bool:
         return False
     module = owner.__name__ if isinstance(owner, types.ModuleType) else ""
     return module.split(".")[0] not in ("numpy", "math", "scipy")
-
-
-def _call_form(node: ast.expr) -> ast.expr:
-    """An index with its slices written as ``slice(...)`` calls: a plain expression."""
-    class Slices(ast.NodeTransformer):
-        def visit_Slice(self, s: ast.Slice) -> ast.AST:
-            parts = [s.lower, s.upper, s.step]
-            return ast.Call(ast.Name("slice", ast.Load()),
-                            [self.visit(p) if p is not None else ast.Constant(None)
-                             for p in parts], [])
-    return Slices().visit(_copy(node))
 
 
 def _copy(node: ast.AST) -> ast.AST:

@@ -73,7 +73,7 @@ def inline_call(lowerer: Any, callee: Any, values: list, keywords: dict, node: a
     lowerer.result_name, lowerer._live = f"{name}_out", []
     stack.append(callee)
     try:
-        result = lowerer.block(lowerer.early_returns(body))
+        result = lowerer.block(lowerer.early_returns(body), structure=True)
     finally:
         stack.pop()
         (lowerer.src, lowerer.env, lowerer.scope, lowerer.result_name, lowerer._live,

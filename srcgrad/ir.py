@@ -15,17 +15,26 @@ Every statement assigns one new name.  Its operands are :class:`Var` (an earlier
 ``loop``    the carried values after running a body block (and a test block for ``while``);
 ``append``  ``args[0].append(args[1])``; ``target`` is the list after it (the same object);
 ``listget`` ``target = args[0][index]`` of a Python list built at run time (``fn.lists``).
+
+While lowering, a value is a :class:`Var`, a :class:`Const`, a :class:`Pack` (a tuple or list
+literal not yet built), a :class:`Tree` (a pytree argument) or a :class:`Closure` (a lambda).
+A constant prints as the expression the user wrote for it, else as a literal
+(:func:`const_expr`, :func:`value_expr`).
 """
 
 from __future__ import annotations
 
 import ast
 import keyword
+import math
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name"]
+import numpy as np
+
+__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "Pack", "Tree",
+           "Closure", "constant", "const_expr", "value_expr", "literal"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +127,107 @@ def fresh_name(base: str, used: set[str]) -> str:
         name = f"{base}_{k}"
     used.add(name)
     return name
+
+
+# ---------------------------------------------------------------------------------------------
+# Values while lowering, besides Var and Const.
+
+class Pack:
+    """A tuple or list literal not yet materialised (``a, b = b, a``; ``return x, y``)."""
+
+    def __init__(self, items: list, is_list: bool = False) -> None:
+        self.items = items
+        self.is_list = is_list
+
+
+class Closure:
+    """A lambda bound to a name in the function: inlined where it is called (late binding,
+    as Python's closures: it reads the enclosing names' values at the call)."""
+
+    def __init__(self, node: ast.Lambda) -> None:
+        self.node = node
+
+
+class Tree:
+    """A pytree argument (dict, list or tuple): constant subscripts select its leaves."""
+
+    def __init__(self, kind: Any, children: dict) -> None:
+        self.kind = kind
+        self.children = children        # key (str or int) -> Tree or Var
+        self.root: Var | None = None    # the parameter, for a whole argument
+
+    def leaves(self, path: tuple = ()) -> list[tuple[tuple, Any]]:
+        """``(path, Var)`` for every leaf, in a fixed order."""
+        out = []
+        for key, child in self.children.items():
+            out += child.leaves(path + (key,)) if isinstance(child, Tree) else [
+                (path + (key,), child)]
+        return out
+
+    def with_leaves(self, values: dict) -> Tree:
+        """The same structure holding ``values[path]`` at each leaf (a block's parameters)."""
+        def build(tree: Tree, path: tuple) -> Tree:
+            return Tree(tree.kind, {k: build(c, path + (k,)) if isinstance(c, Tree)
+                                    else values[path + (k,)] for k, c in tree.children.items()})
+        return build(self, ())
+
+    def literal(self) -> ast.expr:
+        """The tree written out from its leaves (when no parameter holds it whole)."""
+        items = [c.literal() if isinstance(c, Tree) else ast.Name(c.name, ast.Load())
+                 for c in self.children.values()]
+        if self.kind == "dict":
+            return ast.Dict([ast.Constant(k) for k in self.children], items)
+        return ast.List(items, ast.Load()) if self.kind is list else ast.Tuple(items, ast.Load())
+
+
+# ---------------------------------------------------------------------------------------------
+# How constants print.
+
+def constant(value: Any, expr: ast.expr) -> Const:
+    """A compile-time value, printed as the user wrote it (``np.pi``, ``W0``, ``rng``)."""
+    c = Const(value)
+    object.__setattr__(c, "expr", expr)
+    return c
+
+
+def const_expr(c: Const) -> ast.expr:
+    """How a constant prints: its own expression, or a literal."""
+    expr = getattr(c, "expr", None)
+    if expr is not None:
+        return expr
+    return value_expr(c.value)
+
+
+def value_expr(value: Any, leaf: Any = None) -> ast.expr:
+    """A Python value as an expression (slices as ``slice(...)`` calls); ``leaf(v)`` may give
+    the expression of values it knows (the compiler's symbols)."""
+    node = leaf(value) if leaf is not None else None
+    if node is not None:
+        return node
+    if isinstance(value, (tuple, list)):
+        items = [value_expr(v, leaf) for v in value]
+        return ast.Tuple(items, ast.Load()) if isinstance(value, tuple) else ast.List(
+            items, ast.Load())
+    if isinstance(value, slice):                 # slice(1, None), not slice(1, None, None)
+        parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
+        return ast.Call(ast.Name("slice", ast.Load()), [value_expr(p, leaf) for p in parts], [])
+    if value is Ellipsis:
+        return ast.Constant(Ellipsis)
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return ast.parse(f"float({str(value)!r})", mode="eval").body
+    if isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
+        return ast.Attribute(ast.Name("np", ast.Load()), np.dtype(value).name, ast.Load())
+    if isinstance(value, (int, float, bool, str, complex)) or value is None:
+        return ast.Constant(value)
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
+def literal(value: Any) -> bool:
+    """Whether ``value`` prints as a literal (:func:`value_expr` has an expression for it)."""
+    try:
+        value_expr(value)
+    except TypeError:
+        return False
+    return True

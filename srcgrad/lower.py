@@ -9,11 +9,11 @@ statements; calls to other user functions become ``call`` statements.  Anything 
 from __future__ import annotations
 
 import ast
-import copy
 from typing import Any
 
 from srcgrad import lowering_tables as T
 from srcgrad.aliases import Aliases, held_vars
+from srcgrad.assignments import Assignments
 from srcgrad.calls import Calls
 from srcgrad.control import ControlFlow
 from srcgrad.errors import CompileError, describe
@@ -27,7 +27,7 @@ from srcgrad.sharing import Sharing
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
 
-class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
+class Lowerer(ControlFlow, Assignments, Lists, Expressions, Calls, Aliases, Sharing):
     """Lowers one function (or one block of it); the mixins lower expressions, calls,
     control flow and lists."""
 
@@ -37,6 +37,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
         self.reserved = set(reserved)
         self.result_name = result_name or src.name
         self.trees = trees or {}
+        self.treeless = not trees             # compiled before any argument's structure
         self.leaves: dict[str, Any] = {}      # parameter SSA name -> its Tree
         self._live: list[set[str]] = []       # names read after the statement being lowered
         self.flags: set[str] = set()           # break/continue/return flags (never active)
@@ -101,6 +102,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
                 self.static.add(name)
             if a.arg in self.list_names:
                 self.lists.add(name)
+        self.param_names = set(params)
         for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
             self.scope[user] = tree.with_leaves({path: self.scope[arg] for path, arg in leaves})
         for position, structure in self.trees.items():
@@ -129,7 +131,9 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
         self.result_sharing(fn)
         return fn
 
-    def block(self, stmts: list[ast.stmt]) -> Any:
+    def block(self, stmts: list[ast.stmt], structure: bool = False) -> Any:
+        """Lower statements ending with a return; its value (``structure``: a list or tuple
+        literal stays one, as a helper lowered in place returns it to its caller)."""
         for i, s in enumerate(stmts):
             self.line, self.text = s.lineno, self.src.text(s)
             self._live.append(exposed(stmts[i + 1:]))
@@ -139,9 +143,14 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
                                      "function (early returns come with control flow)", s)
                 if s.value is None:
                     raise self.error("the function must return a value", s)
-                value = self.materialize(self.expr(s.value), self.result_name)
-                if isinstance(value, Var) and value.name in self.consumed:
-                    self.check_fresh(Stmt(None, "effect", args=[value]))
+                value = self.expr(s.value)
+                if not (structure and isinstance(value, Pack)):
+                    value = self.materialize(value, self.result_name)
+                elif any(isinstance(v, Closure) for v in _items(value)):
+                    self.materialize(value, self.result_name)       # refused: a lambda
+                for var in held_vars(value):
+                    if var.name in self.consumed:
+                        self.check_fresh(Stmt(None, "effect", args=[var]))
                 if isinstance(value, Var) and value.name not in self.source_names:
                     value = self.rename_var(value, self.result_name)
                 self._live.pop()
@@ -165,27 +174,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.assign(s.target, self.expr(s.value))
         elif isinstance(s, ast.AugAssign):
-            if not isinstance(s.target, (ast.Name, ast.Subscript)):
-                raise self.error(f"srcgrad cannot compile an augmented assignment to "
-                                 f"{describe(s.target).lower()}", s.target)
-            if isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name) \
-                    and isinstance(self.scope.get(s.target.value.id), (Pack, Tree)):
-                # ``L[0] += v``: on an array item NumPy writes into the array the list holds
-                raise self.error("srcgrad cannot compile an in-place operator on an item of a "
-                                 "list, tuple or pytree (write L[k] = L[k] + v)", s.target)
-            if isinstance(s.target, ast.Name) and isinstance(self.scope.get(s.target.id), Var):
-                # on an array ``+=`` writes in place (every name of it sees the change), on a
-                # number it rebinds: the two agree when no other live name sees the array
-                name = s.target.id
-                symbol = _SYMBOLS.get(type(s.op), "op")
-                self.refuse_shared(f"{name} {symbol}=", name, self.scope[name], s)
-            load = ast.copy_location(_as_load(s.target), s.target)
-            value = self.binop(s.op, load, s.value, s)
-            old = self.scope.get(s.target.id) if isinstance(s.target, ast.Name) else None
-            if isinstance(old, Var):            # an array's old contents are gone (a caller's
-                for root in self.roots(old.name) | {old.name}:   # too, for a parameter)
-                    self.consume(Var(root), self.line, "an array")
-            self.assign(s.target, value)
+            self.aug_assign(s)
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return                                     # a docstring
@@ -237,7 +226,7 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                raise self.error("srcgrad cannot compile starred unpacking", target)
+                return self.starred_assign(target, value)
             items = list(self.unpack(value, len(target.elts), target))
             for k, t in enumerate(target.elts):
                 item = items[k]
@@ -359,8 +348,10 @@ class Lowerer(ControlFlow, Lists, Expressions, Calls, Aliases, Sharing):
                 self._rebind(user, Var(old), Var(new))
 
 
-_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@",
-            ast.Pow: "**", ast.Mod: "%", ast.FloorDiv: "//"}
+def _items(pack: Pack) -> list:
+    """The items of a list or tuple literal, nested ones flattened."""
+    return [v for item in pack.items
+            for v in (_items(item) if isinstance(item, Pack) else [item])]
 
 
 def _hashable(value: Any) -> bool:
@@ -378,14 +369,6 @@ def _bound(s: ast.stmt) -> set[str]:
     targets = s.targets if isinstance(s, ast.Assign) else [s.target]
     return {n.id for t in targets for n in ast.walk(t)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-
-def _as_load(node: ast.expr) -> ast.expr:
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        if hasattr(n, "ctx"):
-            n.ctx = ast.Load()
-    return node
 
 
 def _substitute(stmt: Stmt, old: str, new: str) -> None:

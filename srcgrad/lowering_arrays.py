@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.expressions import Pack
-from srcgrad.ir import Const, Var
+from srcgrad.callees import bind_call
+from srcgrad.ir import Const, Pack, Var, literal
 from srcgrad.runtime.primitives import PRIMITIVES, lookup
 from srcgrad.runtime.rules.shapes import ATLEAST, JOINS, PAD_MODES, SPLITS, section_count
 from srcgrad.runtime.rules.special import SCIPY_NAMES, bind_scipy
@@ -32,10 +32,7 @@ def _arguments(lowerer: Any, f: Any, args: list, node: ast.Call, values: tuple =
     """``f``'s arguments by name: positional ones as lowered, keywords lowered here (those in
     ``values`` as values, the others as static parameters)."""
     keywords = {k.arg: k.value for k in node.keywords}
-    try:
-        bound = inspect.signature(f).bind(*args, **keywords).arguments
-    except TypeError as exc:
-        raise lowerer.error(f"np.{f.__name__}(): {exc}", node) from None
+    bound = bind_call(lowerer, f, args, keywords, node, f"np.{f.__name__}")
     out = {}
     for name, value in bound.items():
         if isinstance(value, dict):                      # **kwargs
@@ -60,8 +57,7 @@ def _static(lowerer: Any, value: Any) -> Any:
         inner = value.value
         if isinstance(inner, np.ndarray) and inner.ndim <= 1 and inner.dtype.kind in "iu":
             return inner.tolist()
-        from srcgrad.calls import _literal
-        return inner if _literal(inner) else value
+        return inner if literal(inner) else value
     return value
 
 
@@ -148,8 +144,8 @@ def _array_of(lowerer: Any, value: Any, expr: ast.expr, node: ast.AST) -> Any:
 
 def _append(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     bound = _arguments(lowerer, np.append, args, node, values=("arr", "values"))
-    exprs = inspect.signature(np.append).bind(
-        *node.args, **{k.arg: k.value for k in node.keywords}).arguments
+    exprs = bind_call(lowerer, np.append, node.args, {k.arg: k.value for k in node.keywords},
+                      node, "np.append")
     arr, values = (_array_of(lowerer, bound[k], exprs[k], node) for k in ("arr", "values"))
     axis = bound.get("axis")
     if axis is None:

@@ -1,4 +1,9 @@
-"""What Python and NumPy constructs lower to: operators, ``math``, methods, special calls."""
+"""What Python and NumPy constructs lower to: operators, ``math``, methods, special calls.
+
+The tables here are read by the lowering (:mod:`srcgrad.expressions`, :mod:`srcgrad.calls`);
+the calls lowered to several primitives (:mod:`srcgrad.lowering_arrays`) and those carrying a
+value (:mod:`srcgrad.values`) join ``SPECIAL_CALLS`` and ``VALUE_CALLS`` from their modules.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.ir import Const, Var
+from srcgrad.callees import bind_call
+from srcgrad.ir import Const, Pack, Var, const_expr, constant, value_expr
+from srcgrad.lowering_arrays import ARRAY_CALLS, SpecialCalls
 from srcgrad.runtime.primitives import NO_GRADIENT, PRIMITIVES, Primitive
 from srcgrad.runtime.rules import stop_gradient
+from srcgrad.runtime.rules.linalg import sublist_subscripts
+from srcgrad.runtime.rules.solvers import result_parts
+from srcgrad.values import VALUE_CALLS, array_options, cast_value, lower_astype
+
+__all__ = ["BINOPS", "UNARYOPS", "CMPOPS", "MATH", "BUILTIN_MATH", "EFFECTS", "NONDIFF_CALLS",
+           "STATIC_WHEN_CONSTANT", "METHODS", "SPECIAL_CALLS", "VALUE_CALLS", "STOP_GRADIENT",
+           "lookup", "constant", "const_expr", "value_expr", "name_of", "binop_name",
+           "call_name", "method_special"]
 
 BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
           ast.MatMult: np.matmul, ast.Pow: np.power, ast.Mod: np.remainder,
@@ -97,47 +112,6 @@ def lookup(name: str) -> Primitive:
 STOP_GRADIENT = stop_gradient
 
 
-def constant(value: Any, expr: ast.expr) -> Const:
-    """A compile-time value, printed as the user wrote it (``np.pi``, ``W0``, ``rng``)."""
-    c = Const(value)
-    object.__setattr__(c, "expr", expr)
-    return c
-
-
-def const_expr(c: Const) -> ast.expr:
-    """How a constant prints: its own expression, or a literal."""
-    expr = getattr(c, "expr", None)
-    if expr is not None:
-        return expr
-    return value_expr(c.value)
-
-
-def value_expr(value: Any, leaf: Any = None) -> ast.expr:
-    """A Python value as an expression (slices as ``slice(...)`` calls); ``leaf(v)`` may give
-    the expression of values it knows (the compiler's symbols)."""
-    node = leaf(value) if leaf is not None else None
-    if node is not None:
-        return node
-    if isinstance(value, (tuple, list)):
-        items = [value_expr(v, leaf) for v in value]
-        return ast.Tuple(items, ast.Load()) if isinstance(value, tuple) else ast.List(
-            items, ast.Load())
-    if isinstance(value, slice):                 # slice(1, None), not slice(1, None, None)
-        parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
-        return ast.Call(ast.Name("slice", ast.Load()), [value_expr(p, leaf) for p in parts], [])
-    if value is Ellipsis:
-        return ast.Constant(Ellipsis)
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return ast.parse(f"float({str(value)!r})", mode="eval").body
-    if isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
-        return ast.Attribute(ast.Name("np", ast.Load()), np.dtype(value).name, ast.Load())
-    if isinstance(value, (int, float, bool, str, complex)) or value is None:
-        return ast.Constant(value)
-    raise TypeError(f"no literal for {type(value).__name__}")
-
-
 def name_of(value: Any, word: str) -> str:
     if isinstance(value, Var) and len(value.name) <= 12:
         return f"{value.name}_{word}"
@@ -171,7 +145,6 @@ def call_name(prim: Primitive, inputs: list) -> str:
 def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: dict,
                    node: ast.AST) -> Any:
     if name == "astype":
-        from srcgrad.values import lower_astype
         if not args and "dtype" not in kwargs:
             raise lowerer.error("x.astype() needs a dtype", node)
         extra = [k for k in kwargs if k != "dtype"] + (["order, casting, ..."] if len(args) > 1
@@ -190,7 +163,6 @@ def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: d
 
 def _join(prim_name: str) -> Any:
     def lower_join(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-        from srcgrad.expressions import Pack
         seq = args[0] if args else None
         axis = lowerer.param(kwargs["axis"]) if "axis" in kwargs else (
             args[1].value if len(args) > 1 else 0)
@@ -209,7 +181,6 @@ def _join(prim_name: str) -> Any:
 def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     """``np.einsum`` with a literal subscripts string or literal sublists; ``optimize``
     changes the order of the work, never the value, so it is accepted and dropped."""
-    from srcgrad.runtime.rules.linalg import sublist_subscripts
     for key in kwargs:
         if key != "optimize":
             raise lowerer.error(f"np.einsum(..., {key}=...) is not compiled", node)
@@ -230,7 +201,6 @@ def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
 
 def _sublist(value: Any) -> list | None:
     """A literal einsum sublist (``[0, 1]``, ``[Ellipsis, 1]``) as a list, else None."""
-    from srcgrad.expressions import Pack
     items = value.items if isinstance(value, Pack) else None
     if items is None and isinstance(value, Const) and isinstance(value.value, (list, tuple)):
         items = [Const(v) for v in value.value]
@@ -261,14 +231,8 @@ def _tuple_result(fun: Any, nin: int) -> Any:
     """A NumPy function that returns a tuple (``eigh``, ``svd``, ``qr``, ``slogdet``,
     ``lstsq``): one primitive per element, packed as a tuple."""
     def lower(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-        import inspect
-
-        from srcgrad.expressions import Pack
-        from srcgrad.runtime.rules.solvers import result_parts
-        try:
-            items = list(inspect.signature(fun).bind(*args, **kwargs).arguments.items())
-        except TypeError as exc:
-            raise lowerer.error(f"np.linalg.{fun.__name__}(): {exc}", node) from None
+        items = list(bind_call(lowerer, fun, args, kwargs, node,
+                               f"np.linalg.{fun.__name__}").items())
         try:
             parts, params, is_tuple = result_parts(fun, _static_params(lowerer, fun,
                                                                        items[nin:], node))
@@ -281,7 +245,6 @@ def _tuple_result(fun: Any, nin: int) -> Any:
 
 
 def _multi_dot(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-    from srcgrad.expressions import Pack
     if kwargs or len(args) != 1 or not isinstance(args[0], Pack):
         raise lowerer.error("np.linalg.multi_dot is compiled on a list or tuple literal of "
                             "arrays, without out=", node)
@@ -290,7 +253,6 @@ def _multi_dot(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
 
 def _polyval(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     """``np.polyval(p, x)``; coefficients given as a list are stacked into an array first."""
-    from srcgrad.expressions import Pack
     if kwargs or len(args) != 2:
         raise lowerer.error("np.polyval is compiled as np.polyval(p, x)", node)
     p, x = args
@@ -302,12 +264,10 @@ def _polyval(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
 
 
 def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-    from srcgrad.values import array_options, cast_value
     dtype = array_options(lowerer, args, kwargs, node)
     if dtype is not None:                          # np.array(x, dtype=…): built, then cast
         out = cast_value(lowerer, _array(lowerer, args[:1], {}, node), dtype, node)
         return lowerer.static_expr(node, hint="array") if out is None else out
-    from srcgrad.expressions import Pack
     value = args[0]
     if lowerer.is_runtime_list(value):
         return lowerer.join_list("stack", value, 0, node)
@@ -327,7 +287,7 @@ def _asarray(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     return out
 
 
-SPECIAL_CALLS = {np.concatenate: _join("concatenate"), np.stack: _join("stack"),
+_SPECIAL_CALLS = {np.concatenate: _join("concatenate"), np.stack: _join("stack"),
                  np.einsum: _einsum, np.array: _array, np.asarray: _asarray,
                  np.linalg.multi_dot: _multi_dot, np.polyval: _polyval,
                  np.linalg.eigh: _tuple_result(np.linalg.eigh, 1),
@@ -335,8 +295,4 @@ SPECIAL_CALLS = {np.concatenate: _join("concatenate"), np.stack: _join("stack"),
                  np.linalg.qr: _tuple_result(np.linalg.qr, 1),
                  np.linalg.slogdet: _tuple_result(np.linalg.slogdet, 1),
                  np.linalg.lstsq: _tuple_result(np.linalg.lstsq, 2)}
-
-from srcgrad.lowering_arrays import ARRAY_CALLS, SpecialCalls  # noqa: E402
-from srcgrad.values import VALUE_CALLS  # noqa: E402, F401  (calls carrying a value, lowered)
-
-SPECIAL_CALLS = SpecialCalls({**SPECIAL_CALLS, **ARRAY_CALLS})  # and scipy.special's, lazily
+SPECIAL_CALLS = SpecialCalls({**_SPECIAL_CALLS, **ARRAY_CALLS})  # and scipy.special's, lazily

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.ir import Const, Var
+from srcgrad.callees import bind_call
+from srcgrad.ir import Const, Pack, Tree, Var
 from srcgrad.runtime.primitives import PRIMITIVES
 from srcgrad.runtime.rules.constructors import (
     cast_to,
@@ -33,11 +34,8 @@ __all__ = ["VALUE_CALLS", "bound_arguments", "cast_value", "lower_astype", "arra
 def bound_arguments(lowerer: Any, f: Any, node: ast.Call, signature: Any = None
                     ) -> tuple[dict[str, Any], dict[str, ast.expr]]:
     """``f``'s arguments by parameter name: lowered values and their AST nodes."""
-    try:
-        sig = signature or inspect.signature(f)
-        nodes = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords}).arguments
-    except (TypeError, ValueError) as exc:
-        raise lowerer.error(f"{_name(f)}(): {exc}", node) from None
+    nodes = bind_call(lowerer, f, node.args, {k.arg: k.value for k in node.keywords}, node,
+                      _name(f), signature)
     values = {k: lowerer.expr(v) for k, v in nodes.items()}
     return values, nodes
 
@@ -45,17 +43,6 @@ def bound_arguments(lowerer: Any, f: Any, node: ast.Call, signature: Any = None
 def _name(f: Any) -> str:
     name = getattr(f, "__name__", repr(f))
     return name if getattr(f, "__module__", "") == "builtins" else f"np.{name}"
-
-
-def _param(lowerer: Any, value: Any, node: ast.expr) -> Any:
-    """A lowered static argument as a primitive's parameter."""
-    from srcgrad.calls import _literal
-    from srcgrad.expressions import Pack
-    if isinstance(value, Const):
-        return value.value if _literal(value.value) else value
-    if isinstance(value, Pack):
-        return lowerer.static_expr(node)
-    return value
 
 
 def _fixed(lowerer: Any, f: Any, values: dict, nodes: dict, allowed: dict[str, Any],
@@ -68,7 +55,7 @@ def _fixed(lowerer: Any, f: Any, values: dict, nodes: dict, allowed: dict[str, A
             raise lowerer.error(f"{_name(f)}(): the argument {name!r} carries a gradient; "
                                 "srcgrad differentiates only the values", node)
         if name in allowed:
-            param, default = _param(lowerer, value, nodes[name]), allowed[name]
+            param, default = lowerer.static_param(value, nodes[name]), allowed[name]
             if isinstance(param, (Var, Const)) or type(param) is not type(default) or \
                     param != default:
                 params[name] = param
@@ -179,7 +166,6 @@ def _logspace(lowerer: Any, f: Any, node: ast.Call) -> Any:
 
 def _sequence(lowerer: Any, f: Any, node: ast.Call) -> Any:
     """``list(...)``/``tuple(...)`` of a tuple or list literal: the same items."""
-    from srcgrad.expressions import Pack, Tree
     values, _ = bound_arguments(lowerer, f, node, _ITERABLE)
     if not any(lowerer.carries(v) for v in values.values()):
         return lowerer.static_expr(node, hint=f.__name__)
@@ -246,10 +232,7 @@ _ARRAY_OPTIONS = inspect.Signature([
 def array_options(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     """The options of ``np.array(x, ...)``/``np.asarray``: the dtype (None: none given), after
     refusing those that change the result's shape or type (``ndmin``, ``like``)."""
-    try:
-        bound = _ARRAY_OPTIONS.bind(*args, **kwargs).arguments
-    except TypeError as exc:
-        raise lowerer.error(f"np.array(): {exc}", node) from None
+    bound = bind_call(lowerer, np.array, args, kwargs, node, "np.array", _ARRAY_OPTIONS)
     for name in ("ndmin", "like", "device"):
         value = bound.get(name)
         if value is None:

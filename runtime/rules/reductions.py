@@ -14,6 +14,13 @@ from srcgrad.runtime.primitives import (
 from srcgrad.runtime.rules.core import numel, unreduce
 
 
+@helper
+def numel_or_one(shape: tuple[int, ...]) -> int:
+    """What the gradient of a mean divides by: ``numel(shape)``, or 1 for an empty array (its
+    mean is nan, its gradient empty whatever the scale, which only has to be finite)."""
+    return max(numel(shape), 1)
+
+
 def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
     """max/min: the gradient is shared equally between tied extrema (as PyTorch's ``max()``)."""
     hit = x == unreduce(ans, shape=x.shape, axis=axis, keepdims=keepdims)
@@ -57,7 +64,7 @@ def prod_others(x, *, axis=None):
 defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, keepdims=False:
-       unreduce(g * (numel(ans.shape) / numel(x.shape)), shape=x.shape, axis=axis,
+       unreduce(g * (numel(ans.shape) / numel_or_one(x.shape)), shape=x.shape, axis=axis,
                 keepdims=keepdims), dtype_rule="float")
 defvjp(np.prod, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims) * prod_others(x, axis=axis))

@@ -44,6 +44,12 @@ def numel(shape):
     return count
 
 
+def numel_or_one(shape):
+    """What the gradient of a mean divides by: ``numel(shape)``, or 1 for an empty array (its
+    mean is nan, its gradient empty whatever the scale, which only has to be finite)."""
+    return max(numel(shape), 1)
+
+
 def unbroadcast(x, shape):
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
     if getattr(x, 'shape', ()) == tuple(shape):
@@ -69,7 +75,7 @@ def logistic_regression_grad(w, b, x, y):
     logistic_regression = np.mean(plus)
     check_scalar(logistic_regression)
     # adjoint of snapshot_functions.py:16  return np.mean(np.log1p(np.exp(-z)) + (1 - y) * z)
-    d_plus = 1.0 / numel(plus.shape)
+    d_plus = 1.0 / numel_or_one(plus.shape)
     d_plus = np.full(np.shape(plus), d_plus)
     d_log1p_exp_z_neg = unbroadcast(d_plus, np.shape(log1p_exp_z_neg))
     d_v_1_minus_y_times_z = unbroadcast(d_plus, np.shape(v_1_minus_y_times_z))

@@ -55,6 +55,12 @@ def numel(shape):
     return count
 
 
+def numel_or_one(shape):
+    """What the gradient of a mean divides by: ``numel(shape)``, or 1 for an empty array (its
+    mean is nan, its gradient empty whatever the scale, which only has to be finite)."""
+    return max(numel(shape), 1)
+
+
 def unbroadcast(x, shape):
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
     if getattr(x, 'shape', ()) == tuple(shape):
@@ -85,7 +91,7 @@ def mlp_loss_grad(params, x, y):
     mlp_loss = np.mean(pred_minus_y_pow)
     check_scalar(mlp_loss)
     # adjoint of snapshot_functions.py:10  return np.mean((pred - y) ** 2)
-    d_pred_minus_y_pow = 1.0 / numel(pred_minus_y_pow.shape)
+    d_pred_minus_y_pow = 1.0 / numel_or_one(pred_minus_y_pow.shape)
     d_pred_minus_y = d_pred_minus_y_pow * 2 * pred_minus_y
     d_pred = unbroadcast(d_pred_minus_y, np.shape(pred))
     # adjoint of snapshot_functions.py:9  pred = h @ params["W2"] + params["b2"]

@@ -70,6 +70,12 @@ def numel(shape):
     return count
 
 
+def numel_or_one(shape):
+    """What the gradient of a mean divides by: ``numel(shape)``, or 1 for an empty array (its
+    mean is nan, its gradient empty whatever the scale, which only has to be finite)."""
+    return max(numel(shape), 1)
+
+
 def pop_gradient(d_list, x):
     """The gradient of ``x``, the last element appended to a list: popped from ``d_list``."""
     g = d_list.pop()
@@ -150,7 +156,7 @@ def rnn_states_grad(h0, w_h, w_x, xs):
     rnn_states = np.mean(stack_1_pow)
     check_scalar(rnn_states)
     # adjoint of snapshot_functions.py:32  return np.mean(np.stack(hs[1:]) ** 2)
-    d_stack_1_pow = 1.0 / numel(stack_1_pow.shape)
+    d_stack_1_pow = 1.0 / numel_or_one(stack_1_pow.shape)
     d_stack_1 = d_stack_1_pow * 2 * stack_1
     d_hs_1_part = unstack(d_stack_1)
     d_hs_1 = [None] * len(hs_1)

@@ -44,6 +44,12 @@ def numel(shape):
     return count
 
 
+def numel_or_one(shape):
+    """What the gradient of a mean divides by: ``numel(shape)``, or 1 for an empty array (its
+    mean is nan, its gradient empty whatever the scale, which only has to be finite)."""
+    return max(numel(shape), 1)
+
+
 def unbroadcast(x, shape):
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting (plain arrays)."""
     if getattr(x, 'shape', ()) == tuple(shape):
@@ -82,7 +88,7 @@ def softmax_cross_entropy_grad(w, x, labels):
     softmax_cross_entropy = -np.mean(sum_times)
     check_scalar(softmax_cross_entropy)
     # adjoint of snapshot_functions.py:24  return -np.mean(np.sum(labels * log_probs, axis=1))
-    d_sum_times = -1.0 / numel(sum_times.shape)
+    d_sum_times = -1.0 / numel_or_one(sum_times.shape)
     d_times = unreduce(d_sum_times, shape=times.shape, axis=1)
     d_log_probs = unbroadcast(d_times * labels, np.shape(log_probs))
     # adjoint of snapshot_functions.py:23  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))

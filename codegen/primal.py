@@ -1,0 +1,176 @@
+"""The primal half of the reverse emitter: each lowered statement printed as Python.
+
+A primitive prints as the operator or the NumPy call it stands for (``a + b``, ``np.sum(x,
+axis=0)``, ``x[1:]``), a user's function with a rule from ``srcgrad.defvjp`` by the name the
+code reads it by, and any other primitive as a call of its helper, whose source the module
+holds.  An active call of another user function calls that function's vjp and keeps its
+backward function; every source line starts with a ``# file:line  text`` comment.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import os
+from typing import Any
+
+import numpy as np
+
+from srcgrad.codegen import control, lists
+from srcgrad.codegen.symbolic import assign, index_expr, numpy_path, to_expr
+from srcgrad.codegen.symbolic import name_expr as _name
+from srcgrad.ir import Const, Stmt, Var, const_expr
+from srcgrad.runtime.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.rules.lists import PRINTED_AS
+
+__all__ = ["Primal", "COMMENT", "comment", "short_filename"]
+
+COMMENT = "__srcgrad_comment__"        # marker calls, printed as ``# ...`` lines
+
+_OPERATORS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult, "divide": ast.Div,
+              "matmul": ast.MatMult, "power": ast.Pow, "remainder": ast.Mod,
+              "floor_divide": ast.FloorDiv}
+_COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
+            "greater_equal": ast.GtE, "equal": ast.Eq, "not_equal": ast.NotEq}
+_NUMPY_OF = {}
+for _fun, (_prim, _) in NUMPY_BINDINGS.items():
+    _NUMPY_OF.setdefault(_prim, _fun)
+_NUMPY_OF.update(PRINTED_AS)
+
+
+def _function_of(prim: Any) -> Any:
+    """The function a primitive prints as (NumPy's, or a user's given a rule by defvjp,
+    also after this module was imported)."""
+    fun = _NUMPY_OF.get(prim)
+    if fun is None:
+        fun = next((f for f, (p, _) in NUMPY_BINDINGS.items() if p is prim), None)
+        if fun is not None:
+            _NUMPY_OF[prim] = fun
+    return fun
+
+
+def _is_numpy(fun: Any) -> bool:
+    module = getattr(fun, "__module__", None) or ""
+    return isinstance(fun, np.ufunc) or module == "builtins" or module.split(".")[0] in (
+        "numpy", "cupy")
+
+
+def comment(text: str) -> ast.stmt:
+    """A marker statement the module prints as the line ``# text``."""
+    return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
+
+
+class Primal:
+    """The primal statements of the Emitter (mixed into it)."""
+
+    def primal(self) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        line = None
+        for st in self.fn.body:
+            if st.line != line:
+                line = st.line
+                out.append(comment(f"{short_filename(self.fn.filename)}:{st.line}  {st.text}"))
+            made = self.primal_stmt(st)
+            out.extend(made if isinstance(made, list) else [made])
+        return out
+
+    def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:
+        if st.kind == "branch":
+            return control.primal_branch(self, st)
+        if st.kind == "loop":
+            return control.primal_loop(self, st)
+        if st.kind == "effect":
+            return st.expr
+        if st.kind == "static":
+            return assign(st.target, st.expr)
+        if st.kind == "pack":
+            items = [self.operand(a) for a in st.args]
+            return assign(st.target, ast.List(items, ast.Load()) if st.params.get("list")
+                          else ast.Tuple(items, ast.Load()))
+        if st.kind == "append":
+            return lists.primal_append(self, st)
+        if st.kind == "listget":
+            return lists.primal_listget(self, st)
+        if st.kind == "unpack":
+            return assign(st.target, ast.Subscript(self.operand(st.args[0]),
+                                                    ast.Constant(st.params["index"]),
+                                                    ast.Load()))
+        if st.kind == "leaf":
+            value = self.operand(st.args[0])
+            for key in st.params["path"]:
+                value = ast.Subscript(value, ast.Constant(key), ast.Load())
+            return assign(st.target, value)
+        if st.kind == "call":
+            args = [self.operand(a) for a in st.args]
+            if st.target in self.active:
+                backward = self.fresh(f"{st.target}_backward")
+                self.backward_of[st.target] = backward
+                self.callees.append(st.fn)
+                vjp = self.vjp_name(st.fn, st.params.get("label"))
+                return assign([st.target, backward], ast.Call(_name(vjp), args, []))
+            return assign(st.target, ast.Call(st.expr, args, []))
+        return assign(st.target, self.prim_expr(st))
+
+    def operand(self, a: Any) -> ast.expr:
+        return _name(a.name) if isinstance(a, Var) else const_expr(a)
+
+    def param(self, v: Any) -> ast.expr:
+        if isinstance(v, Var):
+            return _name(v.name)
+        return const_expr(v) if isinstance(v, Const) else to_expr(v)
+
+    def prim_expr(self, st: Stmt) -> ast.expr:
+        prim, name = st.fn, st.fn.name
+        args = [self.operand(a) for a in st.args]
+        if self.scalar and name in ("power", "pow_scalar"):   # raises where NumPy gives nan
+            exponent = args[1] if name == "power" else to_expr(st.params["p"])
+            return ast.Call(ast.Attribute(_name("math"), "pow", ast.Load()),
+                            [args[0], exponent], [])
+        if name in _OPERATORS:
+            return ast.BinOp(args[0], _OPERATORS[name](), args[1])
+        if name in _COMPARE:
+            return ast.Compare(args[0], [_COMPARE[name]()], [args[1]])
+        if name == "pow_scalar":
+            return ast.BinOp(args[0], ast.Pow(), to_expr(st.params["p"]))
+        if name == "negative":
+            return ast.UnaryOp(ast.USub(), args[0])
+        if name == "getitem":
+            index = st.params["index"]
+            return ast.Subscript(args[0], index_expr(index), ast.Load())
+        if name == "cast":
+            return ast.Call(ast.Attribute(args[0], "astype", ast.Load()),
+                            [to_expr(st.params["dtype"])], [])
+        if name == "item":
+            return ast.Call(ast.Attribute(args[0], "item", ast.Load()), [], [])
+        kwargs = [ast.keyword(k, self.tracer.index_expr(v) if k == "index" and not isinstance(
+            v, (Var, Const)) else self.param(v)) for k, v in st.params.items()]
+        if name in ("concatenate", "stack"):
+            return ast.Call(numpy_path(getattr(np, name), self.namespace),
+                            [ast.List(args, ast.Load())], kwargs)
+        if name == "einsum":
+            return ast.Call(numpy_path(np.einsum, self.namespace),
+                            [ast.Constant(st.params["subscripts"]), *args], [])
+        numpy_fun = _function_of(prim)
+        if numpy_fun is not None and not _is_numpy(numpy_fun):
+            return ast.Call(_name(self.bound_name(numpy_fun)), args, kwargs)
+        if numpy_fun is not None:
+            return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
+                            args, kwargs)
+        return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
+
+    def bound_name(self, fun: Any) -> str:
+        """The name of a user's function (given a rule by ``srcgrad.defvjp``) in the
+        generated module: the name the user's code reads it by, else a fresh one bound there."""
+        for name, value in self.fn.free.items():
+            if value is fun:
+                return name
+        base = getattr(fun, "__name__", "")
+        base = base if base.isidentifier() and not keyword.iskeyword(base) else "function"
+        name = self.fresh(base)
+        self.fn.free[name] = fun
+        return name
+
+
+def short_filename(filename: str) -> str:
+    """The file's name as comments show it (its base name: the same text from any directory)."""
+    return os.path.basename(filename)
