@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.tensor import Tensor, backward_roots
+from srcgrad.runtime.engine import edge_of, run_backward
+from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
@@ -88,12 +89,12 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")
     allow_unused = bool(allow_unused) or materialize_grads
+    seeds = _seed_grads(outs, grad_outputs, create_graph)    # outputs first, as PyTorch
     for t in ins:
         if not isinstance(t, Tensor):
             raise TypeError("grad(): inputs must be Tensors")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    seeds = _seed_grads(outs, grad_outputs, create_graph)
     found = backward_roots(outs, seeds, retain_graph=create_graph if retain_graph is None
                            else retain_graph, create_graph=create_graph, inputs=ins,
                            accumulate=False)
@@ -111,3 +112,12 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         else:
             result.append(g if isinstance(g, Tensor) else Tensor._make(g))
     return tuple(result)
+
+
+def backward_roots(tensors: Sequence[Tensor], grads: Sequence[Any], *, retain_graph: bool,
+                   create_graph: bool, inputs: Sequence[Tensor] | None,
+                   accumulate: bool) -> list | None:
+    return run_backward([edge_of(t) for t in tensors], list(grads), retain_graph=retain_graph,
+                        create_graph=create_graph,
+                        inputs=list(inputs) if inputs is not None else None,
+                        accumulate=accumulate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,11 @@ def _flat(data: Any) -> list:
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new leaf Tensor holding a copy of ``data``."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                      "requires_grad_(True), rather than srcgrad.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     return _finish(_infer(data), dtype, device, requires_grad)
 
 

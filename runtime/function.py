@@ -6,6 +6,7 @@ per forward argument.  The node is named ``<ClassName>Backward``, as PyTorch nam
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from srcgrad.runtime import grad_mode
@@ -94,6 +95,18 @@ class FunctionBackward(Node):
         return tuple(out)
 
 
+_NODE_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _node_class(fn_cls: type) -> type:
+    """The node class of a custom Function, named ``<Name>Backward`` as PyTorch names it."""
+    cls = _NODE_CLASSES.get(fn_cls)
+    if cls is None:
+        cls = _NODE_CLASSES[fn_cls] = type(f"{fn_cls.__name__}Backward", (FunctionBackward,),
+                                           {"__slots__": ()})
+    return cls
+
+
 class Function:
     """Base class of custom differentiable operations (``MyOp.apply(x)``)."""
 
@@ -125,7 +138,7 @@ class Function:
                 outputs = cls.forward(ctx, *args, **kwargs)
         if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)):
             return outputs
-        node = FunctionBackward(cls, ctx, args)
+        node = _node_class(cls)(cls, ctx, args)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         node.num_outputs = len(outs)

@@ -160,6 +160,9 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
               rtol: float = 1e-3, raise_exception: bool = True, **_: Any) -> bool:
     """Compare the engine's Jacobian with central finite differences, as PyTorch's gradcheck."""
     _, ins = _tuple(inputs)
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in ins):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of them have requires_grad=True.")
     for i, t in enumerate(ins):
         if isinstance(t, Tensor) and t.requires_grad and t._data.dtype != np.float64:
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
@@ -196,7 +199,9 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, **kwarg
     rng = np.random.default_rng(0)
     gos = _tuple(grad_outputs)[1] if grad_outputs is not None else tuple(
         Tensor._make(rng.standard_normal(o._data.shape).astype(o._data.dtype)) for o in outs)
+
     def first(*xs: Tensor) -> tuple:
-        return grad(func(*xs), [x for x in xs if x.requires_grad], gos, create_graph=True,
-                    allow_unused=True)
+        with grad_mode.enable_grad():      # also under gradcheck's finite differences
+            return grad(func(*xs), [x for x in xs if x.requires_grad], gos, create_graph=True,
+                        allow_unused=True)
     return gradcheck(first, ins, **kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -96,3 +97,11 @@ def unwrap_index(index: Any) -> Any:
 def _dims(dim: Any) -> Any:
     """A ``dim`` argument as NumPy's ``axis``: a list of dims becomes a tuple."""
     return tuple(dim) if isinstance(dim, (list, tuple)) else dim
+
+
+def _return_type(name: str, fields: tuple = ("values", "indices")) -> type:
+    """PyTorch's ``torch.return_types.max``: a named pair that prints one field a line."""
+    def __repr__(self: Any) -> str:
+        body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        return f"srcgrad.return_types.{name}(\n{body})"
+    return type(name, (namedtuple(name, fields),), {"__repr__": __repr__, "__slots__": ()})

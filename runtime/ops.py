@@ -7,28 +7,18 @@ gives the same call (``x.sum()`` → ``SumBackward0``, ``x.sum(0)`` → ``SumBac
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime import rules as R
-from srcgrad.runtime.names import _dims, _matmul_name, node_name
+from srcgrad.runtime.names import _dims, _matmul_name, _return_type, node_name
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, lookup
 from srcgrad.runtime.tensor import Tensor, apply, as_array
 
 P = lookup
 _state = grad_mode._state
-
-
-def _return_type(name: str) -> type:
-    """PyTorch's ``torch.return_types.max``: a named pair that prints one field a line."""
-    def __repr__(self: Any) -> str:
-        return (f"srcgrad.return_types.{name}(\nvalues={self.values!r},\n"
-                f"indices={self.indices!r})")
-    return type(name, (namedtuple(name, ["values", "indices"]),), {"__repr__": __repr__,
-                                                                   "__slots__": ()})
 
 
 return_max, return_min = _return_type("max"), _return_type("min")
@@ -125,12 +115,25 @@ def _rpow(self: Tensor, base: Any) -> Any:
 
 
 def _floordiv(self: Tensor, other: Any) -> Any:
-    return apply(P(np.floor_divide), "FloorDivideBackward0", (self, other))
+    from srcgrad.runtime.double_backward import underivable
+    if not isinstance(other, _NUMBER):
+        return NotImplemented
+    out = apply(P(np.floor_divide), "", (self, other))
+    return underivable("torch::autograd::NotImplemented", RuntimeError(
+        "derivative for aten::floor_divide is not implemented"), out._data,
+        tuple(a for a in (self, other) if isinstance(a, Tensor)))
 
 
 def _matmul(self: Tensor, other: Any) -> Any:
     if not isinstance(other, _NUMBER):
         return NotImplemented
+    a, b = self._data, as_array(other)
+    if a.ndim > 2 and np.ndim(b) == 2:
+        # PyTorch folds the batch into one matrix product, as recorded here
+        folded = self.reshape(-1, a.shape[-1])
+        out = apply(P(np.matmul), "MmBackward0", (folded, other))
+        return apply(P(np.reshape), "UnsafeViewBackward0", (out,),
+                     {"shape": a.shape[:-1] + (b.shape[-1],)})
     return apply(P(np.matmul), _matmul_name(self, other), (self, other))
 
 
@@ -140,7 +143,7 @@ def _rmatmul(self: Tensor, other: Any) -> Any:
 
 Tensor.__rtruediv__ = _rtruediv
 Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow
-Tensor.__floordiv__ = _floordiv
+Tensor.__floordiv__ = Tensor.floor_divide = _floordiv
 Tensor.__matmul__, Tensor.__rmatmul__ = _matmul, _rmatmul
 Tensor.__neg__ = lambda self: apply(P(np.negative), "NegBackward0", (self,))
 Tensor.__pos__ = lambda self: self
@@ -188,16 +191,18 @@ def _square(self: Tensor) -> Tensor:
 
 
 def _rsqrt(self: Tensor) -> Tensor:
-    return apply(P(np.reciprocal), "RsqrtBackward0", (self.sqrt(),))
+    return apply(R.pow_scalar, "RsqrtBackward0", (self,), {"p": -0.5})
 
 
 def _arith(fun: Any, name: str) -> Any:
     prim = P(fun)
 
     def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-        if alpha != 1:
-            other = other * alpha
-        return apply(prim, name, (self, other))
+        if alpha == 1:
+            return apply(prim, name, (self, other))
+        from srcgrad.runtime.double_backward import record_as
+        out = apply(prim, name, (self, other * alpha))
+        return record_as(name, out, tuple(a for a in (self, other) if isinstance(a, Tensor)))
     return method
 
 
@@ -205,17 +210,22 @@ def _clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        from srcgrad.runtime.double_backward import record_as
         out = self
         if min is not None:
             out = apply(P(np.maximum), "ClampBackward0", (out, min))
         if max is not None:
             out = apply(P(np.minimum), "ClampBackward0", (out, max))
-        return out
+        return record_as("ClampBackward0", out,
+                         tuple(a for a in (self, min, max) if isinstance(a, Tensor)))
     return apply(P(np.clip), "ClampBackward1", (self,), {"a_min": min, "a_max": max})
 
 
 def where(condition: Any, input: Any, other: Any) -> Tensor:
     """``srcgrad.where(cond, x, y)``: ``x`` where ``cond`` holds, else ``y``."""
+    if isinstance(condition, Tensor) and condition._data.dtype != np.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition.dtype.legacy[:-len('Tensor')]}")
     return apply(P(np.where), "WhereBackward0", (as_array(condition), input, other))
 
 
@@ -228,8 +238,20 @@ Tensor.div = Tensor.divide = lambda self, other: self / other
 Tensor.true_divide = Tensor.div
 Tensor.pow = _pow
 Tensor.clamp = Tensor.clip = _clamp
-Tensor.maximum = lambda self, other: apply(P(np.maximum), "MaximumBackward0", (self, other))
-Tensor.minimum = lambda self, other: apply(P(np.minimum), "MinimumBackward0", (self, other))
+def _pairwise(fun: Any, name: str, node: str) -> Any:
+    prim = P(fun)
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        return apply(prim, node, (self, other))
+    method.__name__ = name
+    return method
+
+
+Tensor.maximum = _pairwise(np.maximum, "maximum", "MaximumBackward0")
+Tensor.minimum = _pairwise(np.minimum, "minimum", "MinimumBackward0")
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 Tensor.atan2 = lambda self, other: apply(P(np.arctan2), "Atan2Backward0", (self, other))
 Tensor.hypot = lambda self, other: apply(P(np.hypot), "HypotBackward0", (self, other))
@@ -288,7 +310,17 @@ def _extremum(fun: Any, argfun: Any, stem: str, pair: Any, result: Any) -> Any:
     return method
 
 
-Tensor.prod = _reduction(np.prod, "Prod")
+_prod = _reduction(np.prod, "Prod")
+
+
+def _prod_dim(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+              ) -> Tensor:
+    if dim is not None and not isinstance(dim, int):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    return _prod(self, dim, keepdim, dtype=dtype)
+
+
+Tensor.prod = _prod_dim
 Tensor.max = _extremum(np.max, np.argmax, "Max", Tensor.maximum, return_max)
 Tensor.min = _extremum(np.min, np.argmin, "Min", Tensor.minimum, return_min)
 Tensor.amax = lambda self, dim=None, keepdim=False: apply(
@@ -332,8 +364,8 @@ Tensor.log_softmax = lambda self, dim: apply(R.log_softmax, "LogSoftmaxBackward0
 
 
 def _norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    ord_ = None if p in ("fro", 2) else p
-    return apply(R.norm, "LinalgVectorNormBackward0", (self,),
+    ord_ = 2 if p in ("fro", None) else p
+    return apply(P(np.linalg.vector_norm), "LinalgVectorNormBackward0", (self,),
                  {"ord": ord_, "axis": _dims(dim), "keepdims": keepdim})
 
 
@@ -346,6 +378,10 @@ Tensor.matmul = _matmul
 Tensor.mm = lambda self, other: apply(P(np.matmul), "MmBackward0", (self, other))
 Tensor.mv = lambda self, other: apply(P(np.matmul), "MvBackward0", (self, other))
 Tensor.dot = lambda self, other: apply(P(np.matmul), "DotBackward0", (self, other))
-Tensor.outer = lambda self, other: apply(P(np.outer), "OuterBackward0", (self, other))
+Tensor.outer = Tensor.ger = lambda self, other: self.reshape(-1, 1) * other  # as PyTorch
 Tensor.trace = lambda self: apply(P(np.trace), "TraceBackward0", (self,))
 
+
+from srcgrad.runtime import conversions as _conversions  # noqa: E402,F401  (to NumPy, text)
+from srcgrad.runtime import methods as _methods  # noqa: E402,F401  (more methods)
+from srcgrad.runtime import selection as _selection  # noqa: E402,F401

@@ -1,4 +1,4 @@
-"""``srcgrad.optim``: SGD (momentum, Nesterov, weight decay) and Adam, as PyTorch's."""
+"""``srcgrad.optim``: SGD, Adam, AdamW and RMSprop, step for step as PyTorch's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.tensor import Tensor, zero_grads
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"]
 
 
 class Optimizer:
@@ -109,11 +109,17 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba) with bias correction, optional AMSGrad and L2 weight decay."""
 
+    _decoupled = False
+
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  maximize: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
@@ -122,7 +128,9 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize))
 
     def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
-        if group["weight_decay"]:
+        if group["weight_decay"] and self._decoupled:
+            p._data *= 1 - group["lr"] * group["weight_decay"]
+        elif group["weight_decay"]:
             g = g + group["weight_decay"] * p._data
         if not state:
             state["step"] = 0
@@ -143,3 +151,65 @@ class Adam(Optimizer):
         t = state["step"]
         denom = np.sqrt(v) / np.sqrt(1 - b2 ** t) + group["eps"]
         p._data -= (group["lr"] / (1 - b1 ** t)) * m / denom
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr·wd`` first."""
+
+    _decoupled = True
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton) with optional momentum, centring and L2 weight decay."""
+
+    def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, capturable: bool = False, foreach: Any = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
+        for name, value in (("learning rate", lr), ("epsilon value", eps),
+                            ("momentum value", momentum), ("weight_decay value", weight_decay),
+                            ("alpha value", alpha)):
+            if not 0.0 <= value:
+                raise ValueError(f"Invalid {name}: {value}")
+        if capturable or differentiable:
+            raise NotImplementedError("srcgrad's RMSprop has no capturable or differentiable "
+                                      "mode")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered, maximize=maximize,
+                                      foreach=foreach, capturable=False,
+                                      differentiable=False))
+
+    def _update(self, p: Tensor, g: np.ndarray, group: dict, state: dict) -> None:
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p._data
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = np.zeros_like(p._data)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = np.zeros_like(p._data)
+            if group["centered"]:
+                state["grad_avg"] = np.zeros_like(p._data)
+        state["step"] += 1
+        alpha = group["alpha"]
+        sq = state["square_avg"]
+        sq *= alpha
+        sq += (1 - alpha) * g * g
+        if group["centered"]:
+            avg_g = state["grad_avg"]
+            avg_g += (1 - alpha) * (g - avg_g)
+            avg = np.sqrt(sq - avg_g * avg_g)
+        else:
+            avg = np.sqrt(sq)
+        avg += group["eps"]
+        if group["momentum"] > 0:
+            buf = state["momentum_buffer"]
+            buf *= group["momentum"]
+            buf += g / avg
+            p._data -= group["lr"] * buf
+        else:
+            p._data -= group["lr"] * (g / avg)

@@ -122,10 +122,12 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     last = len(text) - text.rfind("\n") + 1
     parts = [text]
     for s in suffixes:
-        if last + len(s) + 2 > LINEWIDTH:
+        # lines break where PyTorch's break: measure ``dtype=srcgrad.x`` as ``dtype=torch.x``
+        width = len(s) - (len("srcgrad") - len("torch")) * s.startswith("dtype=srcgrad.")
+        if last + width + 2 > LINEWIDTH:
             parts.append(",\n" + " " * indent + s)
-            last = indent + len(s)
+            last = indent + width
         else:
             parts.append(", " + s)
-            last += len(s) + 2
+            last += width + 2
     return "".join(parts) + ")"

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import dtypes, grad_mode
-from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node, run_backward
+from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node
 from srcgrad.runtime.hooks import RemovableHandle
-from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
+from srcgrad.runtime.primitives import Primitive
 
 __all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 
@@ -32,6 +32,10 @@ NON_LEAF_GRAD_WARNING = (
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+NON_LEAF_FLAG = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+    "variable in a subgraph that doesn't require differentiation use var_no_grad = "
+    "var.detach().")
 NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
                        "Use tensor.detach().numpy() instead.")
 
@@ -136,6 +140,14 @@ class Tensor(TensorBase):
     def __hash__(self) -> int:
         return id(self)
 
+    def __getattr__(self, name: str) -> Any:
+        from srcgrad.runtime.not_offered import NOT_OFFERED
+        if name in NOT_OFFERED:
+            raise AttributeError(f"srcgrad.Tensor does not offer torch.Tensor.{name} (the list "
+                                 "is srcgrad.runtime.not_offered.NOT_OFFERED)", name=name,
+                                 obj=self)
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'", name=name, obj=self)
+
     # ------------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
@@ -144,16 +156,22 @@ class Tensor(TensorBase):
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
         if self._grad_fn is not None:
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables. If you want to use a "
-                "computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach().")
+            if flag:
+                raise RuntimeError(NON_LEAF_FLAG.split(" If")[0])
+            raise RuntimeError(NON_LEAF_FLAG)
         if flag and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         self._requires_grad = bool(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        self.requires_grad = requires_grad
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self          # a non-leaf already requires grad: nothing to change
+            raise RuntimeError(NON_LEAF_FLAG)
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
         return self
 
     @property
@@ -213,23 +231,29 @@ class Tensor(TensorBase):
         return acc
 
     def _accumulate(self, g: Any, create_graph: bool) -> None:
-        """Add ``g`` into ``.grad`` (a new Tensor: the previous ``.grad`` is never mutated)."""
+        """Add ``g`` into ``.grad``: in place when ``.grad`` exists, as PyTorch does.
+
+        ``g = x.grad`` taken before a second backward sees the sum afterwards.  With
+        ``create_graph`` the sum is recorded instead (a new Tensor), as in PyTorch.
+        """
         if create_graph:
             new = g if isinstance(g, Tensor) else Tensor._make(g)
             if self._grad is None and new._grad_fn is not None:
                 # PyTorch stores a copy of the first gradient, recorded as CopyBackwards
                 from srcgrad.runtime.rules import overwrite
-                new = apply(overwrite, "srcgrad::autograd::CopyBackwards",
+                new = apply(overwrite, "torch::autograd::CopyBackwards",
                             (Tensor._make(np.zeros_like(new._data)), new))
+            self._grad = new if self._grad is None else self._grad + new
+            return
+        data = g._data if isinstance(g, Tensor) else g
+        old = self._grad
+        if old is None:
+            self._grad = Tensor._make(data.copy())     # never alias a graph buffer
+        elif old._grad_fn is None and old._data.flags.writeable and old._data.shape == data.shape:
+            old._data += data
+            old._version_counter[0] += 1
         else:
-            new = Tensor._make(g._data if isinstance(g, Tensor) else g)
-        if self._grad is None:
-            if not create_graph and new._data is g:
-                new = Tensor._make(g.copy())            # never alias a graph buffer
-            self._grad = new
-        else:
-            self._grad = self._grad + new if create_graph else Tensor._make(
-                self._grad._data + new._data)
+            self._grad = Tensor._make(old._data + data)
 
     def _retain_grad(self, g: Any, create_graph: bool) -> None:
         g = g if create_graph else Tensor._make(as_array(g).copy())
@@ -282,103 +306,6 @@ class Tensor(TensorBase):
     def data(self, value: Tensor) -> None:
         self._data = as_array(value)
 
-    # ------------------------------------------------------------------------- conversions
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
-            raise RuntimeError(NUMPY_REQUIRES_GRAD)
-        from srcgrad.runtime.device import to_numpy
-        return to_numpy(self._data)
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        arr = self.numpy()
-        return arr if dtype is None else arr.astype(dtype)
-
-    def item(self) -> Any:
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
-                               "to Scalar")
-        return self._data.item()
-
-    def tolist(self) -> Any:
-        return self._data.tolist()
-
-    def _scalar(self, kind: type) -> Any:
-        if self._data.size != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._requires_grad:
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
-                          "unexpected behavior.\nConsider using tensor.detach() first.",
-                          UserWarning, stacklevel=3)
-        return kind(self._data.item())
-
-    def __float__(self) -> float:
-        return self._scalar(float)
-
-    def __int__(self) -> int:
-        return self._scalar(int)
-
-    def __index__(self) -> int:
-        if self._data.dtype.kind not in "iub":
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
-        return int(self._data.item())
-
-    def __bool__(self) -> bool:
-        if self._data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data.item())
-
-    def __repr__(self) -> str:
-        from srcgrad.runtime.printing import tensor_repr
-        return tensor_repr(self)
-
-    def __str__(self) -> str:
-        return self.__repr__()
-
-    def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
-            return format(self._data.item(), spec)
-        return repr(self)
-
-    def __reduce_ex__(self, protocol: int) -> Any:
-        from srcgrad.runtime.factories import tensor
-        return (tensor, (self._data, None, None, self._requires_grad))
-
-    def __deepcopy__(self, memo: dict) -> Tensor:
-        if self._grad_fn is not None:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.  If you were "
-                               "attempting to deepcopy a module, this may be because of a "
-                               "torch.nn.utils.weight_norm usage, see "
-                               "https://github.com/pytorch/pytorch/pull/103001")
-        new = type(self).__new__(type(self))
-        Tensor._init(new, self._data.copy(), None, self._requires_grad)
-        if type(self) is not Tensor:
-            new.__dict__.update(self.__dict__)
-        if self._grad is not None:
-            new._grad = self._grad.__deepcopy__(memo)
-        memo[id(self)] = new
-        return new
-
-    # ------------------------------------------------------------------- NumPy interoperation
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if method != "__call__" or kwargs.get("out") is not None:
-            return NotImplemented
-        binding = NUMPY_BINDINGS.get(ufunc)
-        if binding is None:
-            raise TypeError(f"numpy.{ufunc.__name__} has no srcgrad derivative rule; register "
-                            "one with srcgrad.defvjp")
-        kwargs.pop("out", None)
-        if kwargs:
-            raise TypeError(f"numpy.{ufunc.__name__}() keyword arguments {sorted(kwargs)} are "
-                            "not supported on srcgrad Tensors")
-        from srcgrad.runtime.ops import ufunc_call
-        return ufunc_call(binding[0], inputs)
-
-    def __array_function__(self, func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
-        from srcgrad.runtime.ops import array_function
-        return array_function(func, args, kwargs)
-
     @staticmethod
     def __srcgrad_primitive__(prim: Primitive, args: tuple, params: dict) -> Tensor:
         """A primitive called on Tensors inside a rule (``create_graph``) or by users.
@@ -413,7 +340,8 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
             data.append(a)
             if type(a) is not float:
                 mixed = True
-    out = prim.fn(*data, **params) if params else prim.fn(*data)
+    with np.errstate(all="ignore"):    # inf and nan without NumPy's RuntimeWarning, as PyTorch
+        out = prim.fn(*data, **params) if params else prim.fn(*data)
     if type(out) is not np.ndarray:
         out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out
     if dtype is None and not numpy_semantics:
@@ -444,17 +372,19 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
 
 
 def zero_grads(params: Any, set_to_none: bool = True) -> None:
-    """Reset ``.grad`` of each Tensor: to None, or to zeros (a new Tensor, as PyTorch)."""
+    """Reset ``.grad`` of each Tensor: to None, or zeroed in place (the same object, as PyTorch).
+
+    ``Optimizer.zero_grad`` and ``Module.zero_grad`` both end here.
+    """
     for p in params:
-        if p._grad is not None:
-            p._grad = None if set_to_none else Tensor._make(np.zeros_like(p._grad._data))
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+            continue
+        g._grad_fn = None            # PyTorch detaches the gradient, then zeroes it
+        g._requires_grad = False
+        g._data[...] = 0
+        g._version_counter[0] += 1
 
-
-def backward_roots(tensors: Sequence[Tensor], grads: Sequence[Any], *, retain_graph: bool,
-                   create_graph: bool, inputs: Sequence[Tensor] | None,
-                   accumulate: bool) -> list | None:
-    from srcgrad.runtime.engine import edge_of
-    return run_backward([edge_of(t) for t in tensors], list(grads), retain_graph=retain_graph,
-                        create_graph=create_graph,
-                        inputs=list(inputs) if inputs is not None else None,
-                        accumulate=accumulate)

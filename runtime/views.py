@@ -19,7 +19,7 @@ from srcgrad.runtime.tensor import Tensor, apply, as_array
 
 P = lookup
 _state = grad_mode._state
-COPY_SLICES = "srcgrad::autograd::CopySlices"
+COPY_SLICES = "torch::autograd::CopySlices"
 
 # ---------------------------------------------------------------------------------------------
 # Shape.
@@ -162,7 +162,10 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
 
 def _getitem(self: Tensor, index: Any) -> Tensor:
     index = unwrap_index(index)
-    out = apply(R.getitem, _index_name(index), (self,), {"index": index})
+    try:
+        out = apply(R.getitem, _index_name(index), (self,), {"index": index})
+    except IndexError as e:          # NumPy says axis where PyTorch says dimension
+        raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None
     if _is_basic(index) and out._data.size:
         out._base = self
         out._view_key = ("index", index)
@@ -212,7 +215,7 @@ def _rebind(self: Tensor, node: PrimNode | None) -> None:
     self._grad_fn = node
     self._output_nr = 0
     self._requires_grad = True
-    if node.ans is not None:
+    if getattr(node, "ans", None) is not None:
         node.ans = self._data
         node._ans_counter = self._version_counter
         node._ans_version = self._version_counter[0]
@@ -259,6 +262,10 @@ def inplace(self: Tensor, prim: Any, name: str, args: tuple = (), params: dict |
 
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    if _state.enabled and self._grad_fn is None and self._requires_grad:
+        # PyTorch writes through a view of the Tensor, and says so
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     _check_inplace(self)
     index = unwrap_index(index)
     record = _state.enabled and (self._requires_grad or
@@ -289,7 +296,6 @@ Tensor.add_ = Tensor.__iadd__ = _inplace_binary(np.add, "AddBackward0")
 Tensor.sub_ = Tensor.__isub__ = _inplace_binary(np.subtract, "SubBackward0")
 Tensor.mul_ = Tensor.__imul__ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = Tensor.__itruediv__ = _inplace_binary(np.divide, "DivBackward0")
-Tensor.pow_ = Tensor.__ipow__ = _inplace_binary(np.power, "PowBackward0")
 Tensor.clamp_ = lambda self, min=None, max=None: inplace(
     self, P(np.clip), "ClampBackward1", (), {"a_min": min, "a_max": max})
 Tensor.zero_ = lambda self: inplace(self, R.overwrite, "ZeroBackward0", (0,))
@@ -306,7 +312,7 @@ def _fill_(self: Tensor, value: Any) -> Tensor:
 
 
 def _copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    return inplace(self, R.overwrite, "srcgrad::autograd::CopyBackwards", (src,))
+    return inplace(self, R.overwrite, "torch::autograd::CopyBackwards", (src,))
 
 
 Tensor.fill_ = _fill_
@@ -364,5 +370,11 @@ def _new(self: Tensor, fill: Any) -> Any:
 Tensor.new_zeros = lambda self, *size, **kw: _new(self, 0)(*size, **kw)
 Tensor.new_ones = lambda self, *size, **kw: _new(self, 1)(*size, **kw)
 Tensor.new_full = lambda self, size, fill_value, **kw: _new(self, fill_value)(size, **kw)
-Tensor.new_tensor = lambda self, data, **kw: __import__(
-    "srcgrad.runtime.factories", fromlist=["tensor"]).tensor(data, **kw)
+def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
+                requires_grad: bool = False) -> Tensor:
+    from srcgrad.runtime.factories import tensor
+    return tensor(data, dtype=dtype if dtype is not None else self.dtype, device=device,
+                  requires_grad=requires_grad)
+
+
+Tensor.new_tensor = _new_tensor

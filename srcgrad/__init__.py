@@ -5,11 +5,12 @@ source (``srcgrad.api``); ``srcgrad.Tensor`` is PyTorch's eager autograd over Nu
 (``srcgrad.runtime``).  Both use one table of derivative rules.
 """
 
-from srcgrad import autograd, nn, optim
+from srcgrad import autograd, cuda, linalg, nn, optim
 from srcgrad.api import Transform, grad, show, value_and_grad, vjp
 from srcgrad.compiled import compile
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
+from srcgrad.runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from srcgrad.runtime.device import device
 from srcgrad.runtime.dtypes import bool_ as bool  # noqa: A004
 from srcgrad.runtime.dtypes import (
@@ -58,6 +59,7 @@ from srcgrad.runtime.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from srcgrad.runtime.linalg import einsum
 from srcgrad.runtime.ops import where
 from srcgrad.runtime.primitives import defvjp, primitive
 from srcgrad.runtime.rules import stop_gradient

@@ -83,7 +83,9 @@ def test_backward_never_mutates_user_arrays():
     np.testing.assert_array_equal(data, copy)
     g = t.grad
     (t * 3).sum().backward()
-    np.testing.assert_array_equal(g.numpy(), [4.0, 8.0, 12.0])  # the old .grad is not mutated
+    assert t.grad is g          # accumulated in place into the same Tensor, as PyTorch does
+    np.testing.assert_array_equal(g.numpy(), [7.0, 11.0, 15.0])
+    np.testing.assert_array_equal(data, copy)
 
 
 def test_manual_seed_is_reproducible():
@@ -123,3 +125,26 @@ def test_thread_local_grad_mode():
         worker.join()
         assert not srcgrad.is_grad_enabled()
     assert seen == [True]
+
+
+def test_detect_anomaly_warning_shows_the_forward_line():
+    from srcgrad.runtime.anomaly import detect_anomaly
+    x = srcgrad.tensor([0.0, 1.0], requires_grad=True)
+    with pytest.warns(UserWarning) as caught, detect_anomaly():
+        y = x.sqrt()  # the forward call the warning must show
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values"):
+            (y * 0).sum().backward()
+    text = "\n".join(str(w.message) for w in caught)
+    assert "Error detected in SqrtBackward0" in text
+    assert "y = x.sqrt()  # the forward call the warning must show" in text
+    assert __file__ in text and "runtime" not in text.split("caused the error:")[1]
+
+
+def test_numpy_is_silent_where_pytorch_is():
+    import warnings
+    x = srcgrad.tensor([0.0, -1.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = x.sqrt() + x.log() + 1 / x + x.acosh() + x.exp() * 1e38 * 1e38
+        y.sum().backward()
+    assert np.isinf(x.grad.numpy()[0]) or np.isnan(x.grad.numpy()[0])

@@ -12,7 +12,8 @@ from srcgrad.runtime.tensor import Tensor, apply, as_array
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "dropout",
            "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-           "cross_entropy", "nll_loss", "softplus", "leaky_relu", "gelu"]
+           "cross_entropy", "nll_loss", "softplus", "leaky_relu", "gelu", "layer_norm",
+           "embedding", "conv1d", "conv2d"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -159,3 +160,60 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: 
     if np.asarray(t).dtype.kind == "f":
         return _reduce(-(logp * target).sum(dim), reduction)
     return nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale and
+    shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.dim() - k:]) != shape or input.dim() < k:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    dims = tuple(range(input.dim() - k, input.dim()))
+    centered = input - input.mean(dims, keepdim=True)
+    out = centered * ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out + bias if bias is not None else out
+
+
+def embedding(input: Any, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input`` (``EmbeddingBackward0``); the row at
+    ``padding_idx`` gets no gradient; ``max_norm`` renormalises the picked rows in place."""
+    idx = np.asarray(as_array(input))
+    if idx.dtype.kind not in "iu":
+        kind = Tensor._make(idx).dtype.legacy if isinstance(input, Tensor) else "Tensor"
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got torch." + kind +
+                           " instead (while checking arguments for embedding)")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("srcgrad's embedding has no scale_grad_by_freq or sparse "
+                                  "gradients")
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= rows
+    if idx.size and (idx.min() < 0 or idx.max() >= rows):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        used = np.unique(idx)
+        picked = weight._data[used]
+        norms = np.linalg.norm(picked, ord=norm_type, axis=1)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight._data[used] = picked * scale[:, None].astype(picked.dtype)
+        weight._version_counter[0] += 1
+    table = weight
+    if padding_idx is not None and weight.requires_grad:
+        from srcgrad.runtime.ops import where
+        mask = (np.arange(rows) == padding_idx)[:, None]
+        table = where(Tensor._make(mask), weight.detach(), weight)
+    return apply(R.getitem, "EmbeddingBackward0", (table,), {"index": idx})
+
+
+from srcgrad.runtime.nn.conv import conv1d, conv2d  # noqa: E402

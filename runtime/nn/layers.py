@@ -6,6 +6,8 @@ import math
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
+
 from srcgrad.runtime.factories import generator
 from srcgrad.runtime.nn import functional as F
 from srcgrad.runtime.nn.module import Module, Parameter
@@ -13,11 +15,16 @@ from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Identity", "Softmax",
            "LogSoftmax", "Dropout", "L1Loss", "MSELoss", "BCEWithLogitsLoss", "BCELoss",
-           "CrossEntropyLoss", "NLLLoss", "ModuleList"]
+           "CrossEntropyLoss", "NLLLoss", "ModuleList", "LayerNorm", "Embedding"]
 
 
 def _uniform(shape: tuple, bound: float) -> Any:
     return generator().uniform(-bound, bound, shape).astype("float32")
+
+
+def _float(values: Any) -> Any:
+    from srcgrad.runtime.dtypes import get_default_dtype
+    return np.asarray(values, dtype=get_default_dtype().dtype)
 
 
 class Linear(Module):
@@ -203,3 +210,92 @@ class CrossEntropyLoss(NLLLoss):
     def forward(self, input: Tensor, target: Any) -> Tensor:
         return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class LayerNorm(Module):
+    """Normalises over the trailing ``normalized_shape``; weight ones, bias zeros."""
+
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_float(np.ones(shape)))
+            if bias:
+                self.bias = Parameter(_float(np.zeros(shape)))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if dtype is not None or device is not None:
+            self.to(*(a for a in (dtype, device) if a is not None))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class Embedding(Module):
+    """A table of ``num_embeddings`` vectors, initialised N(0, 1) (the padding row zero)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            data = _float(generator().standard_normal((num_embeddings, embedding_dim)))
+            if padding_idx is not None:
+                data[padding_idx] = 0
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+            data = np.array(_weight._data if isinstance(_weight, Tensor) else _weight)
+        self.weight = Parameter(data, requires_grad=not _freeze)
+        if dtype is not None or device is not None:
+            self.to(*(a for a in (dtype, device) if a is not None))
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def forward(self, input: Any) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm,
+                           self.norm_type, self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        for name in ("padding_idx", "max_norm"):
+            if getattr(self, name) is not None:
+                s += f", {name}={getattr(self, name)}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
+        if self.sparse:
+            s += ", sparse=True"
+        return s

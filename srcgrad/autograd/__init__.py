@@ -1,6 +1,7 @@
 """``srcgrad.autograd``: PyTorch's ``torch.autograd`` names over srcgrad's engine."""
 
 from srcgrad.autograd import functional
+from srcgrad.runtime.anomaly import detect_anomaly, set_detect_anomaly
 from srcgrad.runtime.autograd import backward, grad
 from srcgrad.runtime.function import Function, FunctionCtx, once_differentiable
 from srcgrad.runtime.functional import gradcheck, gradgradcheck
@@ -9,19 +10,3 @@ from srcgrad.runtime.grad_mode import enable_grad, no_grad, set_grad_enabled
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "functional",
            "gradcheck", "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled",
            "set_detect_anomaly", "detect_anomaly"]
-
-
-class set_detect_anomaly:
-    """Accepted for compatibility; srcgrad's errors already name the failing node."""
-
-    def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self.mode = mode
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-detect_anomaly = set_detect_anomaly
