@@ -16,6 +16,7 @@ import numpy as np
 
 from srcgrad.api import Transform, show
 from srcgrad.errors import FallbackWarning
+from srcgrad.lowering_scipy import SCIPY_SURFACE
 from srcgrad.surface import (
     STATIC_WHEN_CONSTANT,
     classify,
@@ -72,8 +73,8 @@ def _tables() -> tuple[list[Table], list[str], dict[str, list[str]], int]:
     tables: list[Table] = [
         ("NumPy functions with a derivative rule", rule, rows["functions", "rule"]),
         ("NumPy functions with no gradient", why, rows["functions", "nondiff"]),
-        ("`scipy.special` functions with a derivative rule (when SciPy is importable)", rule,
-         scipy_special()),
+        ("SciPy functions with a derivative rule (when SciPy is importable)", rule,
+         sorted(set(scipy_special()) | set(SCIPY_SURFACE))),
         ("Array methods with a derivative rule", rule, rows["methods", "rule"]),
         ("Array methods with no gradient", why, rows["methods", "nondiff"]),
         ("Operators", ("written", "NumPy function (rule)"),
@@ -82,7 +83,7 @@ def _tables() -> tuple[list[Table], list[str], dict[str, list[str]], int]:
         ("Constructs", ("construct", "what compiles"),
          [(f"ast.{n}", words) for n, words in constructs()]),
     ]
-    tables = [(title, cols, sorted(r) if title.startswith(("NumPy", "Array", "`scipy")) else r)
+    tables = [(title, cols, sorted(r) if title.startswith(("NumPy", "Array", "SciPy")) else r)
               for title, cols, r in tables]
     return tables, sorted(draws), refused, len(missing)
 

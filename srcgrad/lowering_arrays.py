@@ -20,6 +20,7 @@ import numpy as np
 
 from srcgrad.callees import bind_call
 from srcgrad.ir import Const, Pack, Var, literal
+from srcgrad.lowering_scipy import scipy_lowering
 from srcgrad.runtime.primitives import PRIMITIVES, lookup
 from srcgrad.runtime.rules.shapes import ATLEAST, JOINS, PAD_MODES, SPLITS, section_count
 from srcgrad.runtime.rules.special import SCIPY_NAMES, bind_scipy
@@ -346,6 +347,10 @@ class SpecialCalls(dict):
             hit = dict.get(self, f)
         except TypeError:                   # unhashable
             return default
+        if hit is None:
+            hit = scipy_lowering(f)           # SciPy's functions with a rule (lowering_scipy)
+            if hit is not None:
+                self[f] = hit
         if hit is None:
             hit = self._scipy_entry(f)
         return default if hit is None else hit

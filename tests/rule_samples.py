@@ -214,6 +214,42 @@ SAMPLES.update({
     "logit": ([_c(4, lo=0.1, hi=0.9)], {}),
 })
 
+# scipy.special's Bessel and gamma-family ufuncs, scipy.stats, scipy.signal (own generator;
+# an integer order or shape parameter is not differentiated: its rule refuses).
+_sp = np.random.default_rng(1357)
+
+
+def _s(*shape, lo=0.5, hi=3.0):
+    return _sp.uniform(lo, hi, shape)
+
+
+_ORDERS = np.array([[0], [1], [3]])
+SAMPLES.update({
+    **{name: ([_s(4, lo=0.5, hi=6.0)], {}) for name in (
+        "j0", "j1", "y0", "y1", "i0", "i1", "k0", "k1", "k0e", "k1e")},
+    "i0e": ([_s(4, lo=-3.0, hi=3.0)], {}), "i1e": ([_s(4, lo=-3.0, hi=3.0)], {}),
+    **{name: ([_ORDERS, _s(3, 4, lo=0.5, hi=6.0)], {}) for name in (
+        "jv", "yv", "yn", "iv", "ive", "kv", "kve")},
+    "gamma": ([_s(4)], {}), "rgamma": ([_s(4)], {}),
+    "erfinv": ([_s(4, lo=-0.9, hi=0.9)], {}), "erfcinv": ([_s(4, lo=0.1, hi=1.9)], {}),
+    "ndtr": ([_s(4, lo=-2.0, hi=2.0)], {}), "log_ndtr": ([_s(4, lo=-6.0, hi=2.0)], {}),
+    "ndtri": ([_s(4, lo=0.1, hi=0.9)], {}),
+    "beta": ([_s(3, 1), _s(4)], {}), "betaln": ([_s(3, 1), _s(4)], {}),
+    "xlogy": ([_s(3, 4, lo=-1.0, hi=1.0), _s(4)], {}),
+    "gammainc": ([np.array([1, 2, 4]), _s(3)], {}),
+    "gammaincc": ([np.array([1, 2, 4]), _s(3)], {}),
+    "betainc": ([np.array([1, 2, 4]), np.array([2, 1, 3]), _s(3, lo=0.1, hi=0.9)], {}),
+    "multigammaln": ([_s(4, lo=2.0, hi=5.0)], {"d": 3}),
+    "logsumexp_b": ([_s(3, 4, lo=-1.0, hi=1.0), _s(1, 4)], {"axis": 0, "keepdims": False}),
+    "continuous": ([_s(3, 4, lo=-2.0, hi=2.0), _s(4, lo=2.5, hi=5.0), _s(3, 1, lo=-1.0, hi=1.0),
+                    _s(3, 1)], {"dist": "t", "method": "logpdf"}),
+    "poisson": ([np.array([0, 1, 3, 2]), _s(4)], {"method": "logpmf"}),
+    "dirichlet": ([np.array([0.25, 0.25, 0.5], dtype=np.float32), _s(3, lo=1.2, hi=3.0)],
+                  {"method": "logpdf"}),     # x: on the simplex, not perturbed
+    "signal_convolve": ([_s(4, 3, lo=-1.0, hi=1.0), _s(2, 2, lo=-1.0, hi=1.0)],
+                        {"mode": "same", "method": "auto"}),
+})
+
 
 def _coverage_torch(t):
     return {

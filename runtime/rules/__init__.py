@@ -12,6 +12,7 @@ Every name is re-exported here: ``rules.getitem``, ``rules.numel`` …
 """
 
 from srcgrad.runtime.rules.arrays import *
+from srcgrad.runtime.rules.bessel import *
 from srcgrad.runtime.rules.constructors import *
 from srcgrad.runtime.rules.core import *
 from srcgrad.runtime.rules.decompositions import *
@@ -22,8 +23,11 @@ from srcgrad.runtime.rules.matrices import *
 from srcgrad.runtime.rules.nn import *
 from srcgrad.runtime.rules.products import *
 from srcgrad.runtime.rules.reductions import *
+from srcgrad.runtime.rules.scipy_stats import *
 from srcgrad.runtime.rules.shapes import *
+from srcgrad.runtime.rules.signal import *
 from srcgrad.runtime.rules.solvers import *
 from srcgrad.runtime.rules.sorting import *
 from srcgrad.runtime.rules.special import *
+from srcgrad.runtime.rules.special_functions import *
 from srcgrad.runtime.rules.statistics import *

@@ -1,6 +1,7 @@
 """``scipy.special`` when SciPy is installed: ``expit``, ``logit``, ``erf``, ``erfc``,
-``gammaln``, ``digamma`` (and ``polygamma`` for its derivatives), ``logsumexp``, ``softmax``
-and ``log_softmax``.
+``gammaln``, ``digamma``, ``polygamma``, ``multigammaln``, ``logsumexp`` (with ``b=`` too),
+``softmax`` and ``log_softmax``; the Bessel functions (:mod:`.bessel`) and the other ufuncs of
+:mod:`.special_functions` bind here too.
 
 SciPy is optional: the rules below register without it, and their primitives import
 ``scipy.special`` only when they run.  :func:`bind_scipy` routes SciPy's own functions to
@@ -20,13 +21,17 @@ from srcgrad.runtime.primitives import (
     Primitive,
     bind_numpy,
     defvjp,
+    helper,
     primitive,
 )
+from srcgrad.runtime.rules.bessel import BESSEL_NAMES
+from srcgrad.runtime.rules.core import unreduce
 from srcgrad.runtime.rules.elementwise import sigmoid
 from srcgrad.runtime.rules.reductions import log_softmax, logsumexp, softmax
+from srcgrad.runtime.rules.special_functions import SPECIAL_UFUNCS
 
-__all__ = ["erf", "erfc", "gammaln", "digamma", "polygamma", "logit", "bind_scipy",
-           "SCIPY_NAMES"]
+__all__ = ["erf", "erfc", "gammaln", "digamma", "polygamma", "logit", "multigammaln",
+           "logsumexp_b", "bind_scipy", "SCIPY_NAMES", "SCIPY_UFUNCS"]
 
 _TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -81,16 +86,69 @@ defvjp(digamma, lambda g, ans, x: g * polygamma(x, n=1))
 defvjp(polygamma, lambda g, ans, x, n: g * polygamma(x, n=n + 1))
 defvjp(logit, lambda g, ans, x: g / (x * (1.0 - x)))
 
+
+@primitive(dtype_rule="float")
+def multigammaln(a, *, d):
+    """``scipy.special.multigammaln(a, d)``: the log of the multivariate gamma function."""
+    from scipy import special
+    return special.multigammaln(a, d)
+
+
+@primitive(nin=2, broadcasts=True, dtype_rule="float")
+def logsumexp_b(a, b, *, axis=None, keepdims=False):
+    """``scipy.special.logsumexp(a, axis, b=b, keepdims)``: log(sum(b * exp(a)))."""
+    from scipy import special
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
+
+
+def _multigammaln_vjp(g, ans, a, d):
+    total = digamma(a)                     # d/da sum_j gammaln(a - j/2) = sum_j digamma(..)
+    for j in range(1, d):
+        total = total + digamma(a - 0.5 * j)
+    return g * total
+
+
+@helper
+def _broadcast_shape(s1, s2):
+    """The shape two operands broadcast to."""
+    return np.broadcast_shapes(tuple(s1), tuple(s2))
+
+
+def _lse_weight(g, ans, a, b, axis, keepdims):
+    """g and exp(a - ans), both spread over the broadcast shape of a and b."""
+    shape = _broadcast_shape(a.shape, b.shape)
+    return (unreduce(g, shape=shape, axis=axis, keepdims=keepdims),
+            np.exp(a - unreduce(ans, shape=shape, axis=axis, keepdims=keepdims)))
+
+
+def _lse_b_vjp_a(g, ans, a, b, axis=None, keepdims=False):
+    spread, weight = _lse_weight(g, ans, a, b, axis, keepdims)
+    return spread * b * weight
+
+
+def _lse_b_vjp_b(g, ans, a, b, axis=None, keepdims=False):
+    spread, weight = _lse_weight(g, ans, a, b, axis, keepdims)
+    return spread * weight
+
+
+defvjp(multigammaln, _multigammaln_vjp)
+defvjp(logsumexp_b, _lse_b_vjp_a, _lse_b_vjp_b)
+
 SCIPY_NAMES = {"expit": sigmoid, "logit": logit, "erf": erf, "erfc": erfc,
                "gammaln": gammaln, "digamma": digamma, "psi": digamma,
                "logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax}
-"""``scipy.special`` names → their primitive."""
+"""``scipy.special`` names → their primitive (the first lowered in lowering_arrays)."""
+
+SCIPY_UFUNCS = {**BESSEL_NAMES, **SPECIAL_UFUNCS}
+"""``scipy.special``'s ufuncs with a rule (lowered by :mod:`srcgrad.lowering_scipy`)."""
 
 
 def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
-    if b is not None or return_sign:
-        raise TypeError("scipy.special.logsumexp(b=, return_sign=True) is not supported by "
+    if return_sign:
+        raise TypeError("scipy.special.logsumexp(return_sign=True) is not supported by "
                         "srcgrad")
+    if b is not None:
+        return logsumexp_b(a, b, axis=axis, keepdims=keepdims)
     return logsumexp(a, axis=axis, keepdims=keepdims)
 
 
@@ -130,4 +188,7 @@ def bind_scipy() -> bool:
             bind_numpy(fun, alias, _softmax_adapter(prim))
         else:
             bind_numpy(fun, alias, alias)
+    for name, prim in SCIPY_UFUNCS.items():
+        alias = _eager_alias(prim)
+        bind_numpy(getattr(special, name), alias, alias)
     return True
