@@ -45,8 +45,9 @@ def _finish(data: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> T
     return t
 
 
-def _infer(data: Any) -> np.ndarray:
-    """NumPy array for ``data`` with PyTorch's dtype inference (Python floats → float32)."""
+def _infer(data: Any, dtype: Any = None) -> np.ndarray:
+    """NumPy array for ``data`` with PyTorch's dtype inference (Python floats → float32), or
+    converted straight to ``dtype`` when one is given (``[0.3]`` as float64 is 0.3 exactly)."""
     if isinstance(data, Tensor):
         return data._data.copy()
     if isinstance(data, (np.ndarray, np.generic)):
@@ -55,7 +56,8 @@ def _infer(data: Any) -> np.ndarray:
         data = [as_array(x) if isinstance(x, Tensor) else x for x in data]
     arr = np.array(data)
     if arr.dtype.kind == "f":
-        arr = arr.astype(dtypes.default_float())
+        if dtype is None:
+            arr = arr.astype(dtypes.default_float())
     elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
     elif arr.dtype.kind not in "bc":
@@ -78,7 +80,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than srcgrad.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-    return _finish(_infer(data), dtype, device, requires_grad)
+    return _finish(_infer(data, dtype), dtype, device, requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:

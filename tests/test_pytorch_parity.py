@@ -8,6 +8,7 @@ import json
 import pathlib
 import textwrap
 
+import numpy as np
 import pytest
 from conftest import needs_torch
 from snippets import SNIPPETS, run_snippet
@@ -168,3 +169,18 @@ def test_detect_anomaly_names_the_forward_call_that_made_the_nan():
         del SNIPPETS["issue9_anomaly"]
     assert "Error detected in SqrtBackward0" in want and "returned nan values" in want
     assert got == want
+
+
+@needs_torch
+@pytest.mark.parametrize("data", [[0.3], 0.1, [[0.1, 2.0], [1e-8, 3.3]], [1, 2]])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_tensor_of_python_data_converts_straight_to_the_dtype_given(data, dtype):
+    """``tensor([0.3], dtype=float64)`` holds 0.3 exactly, as in PyTorch: the data is not
+    first rounded through the default float32."""
+    import torch
+
+    import srcgrad
+    got = srcgrad.tensor(data, dtype=getattr(srcgrad, dtype)).numpy()
+    want = torch.tensor(data, dtype=getattr(torch, dtype)).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
