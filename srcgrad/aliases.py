@@ -88,6 +88,20 @@ def held_vars(value: Any) -> list[Var]:
 class Aliases:
     """Alias and view bookkeeping (mixed into the Lowerer)."""
 
+    wrt_users: frozenset[str] = frozenset()    # the user's names of differentiated parameters
+
+    def _opaque_key(self, st: Stmt) -> bool:
+        """``p['W']`` on a value that is not a differentiated pytree argument (whose leaves
+        the pytree specialisation follows exactly): the item is the array the container
+        holds, so a write through it must be seen through ``p`` too."""
+        index = st.params.get("index")
+        keys = index if isinstance(index, tuple) else (index,)
+        if not any(isinstance(k, str) for k in keys) or not isinstance(st.args[0], Var):
+            return False
+        roots = self.roots(st.args[0].name)
+        return not all(self.source_names.get(r) in self.wrt_users for r in roots
+                       if r in self.param_names) or not roots <= self.param_names
+
     # ------------------------------------------------------------------------- links
     def links(self, name: str) -> list:
         return self.views.get(name, [])
@@ -119,7 +133,9 @@ class Aliases:
             name = st.fn.name
             if name == "getitem":
                 kind = _index_kind(st.params.get("index"))
-                if kind != "copy":
+                if self._opaque_key(st):
+                    self.link(target, st.args[0], None, st.params.get("index"))
+                elif kind != "copy":
                     self.link(target, st.args[0], kind, st.params.get("index"))
             elif name == "transpose":
                 self.link(target, st.args[0], "T", st.params.get("axes"))

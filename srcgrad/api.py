@@ -20,9 +20,19 @@ from typing import Any
 import numpy as np
 
 from srcgrad import frontend, pytree
-from srcgrad.callables import call_with, describe, target
+from srcgrad.callables import (
+    Flat,
+    Positions,
+    call_with,
+    describe,
+    plain_signature,
+    target,
+    written_container,
+    wrt_position,
+)
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
+from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
 from srcgrad.safety import EAGER, PASS_THROUGH, SafetyNet, signature
 
@@ -57,9 +67,24 @@ class Transform(SafetyNet):
         self._nparams = len(names)
         self._call = call_with(self._signature)
         self._single = not isinstance(wrt, (tuple, list))
-        shown = names[len(self._prefix):]
-        self.wrt = tuple(_position(w, shown, fun) + len(self._prefix)
-                         for w in ((wrt,) if self._single else wrt))
+        self._bound_defaults = {i: p.default for i, p in enumerate(
+            self._signature.parameters.values()) if static_default(self._target, p.name)
+            is not None}                          # def f(a, _r=np.sum): np.sum is compiled
+        if self._bound_defaults:
+            self._nparams = -1                    # checked at each call
+        self._positions: Positions | None = None   # *args, keyword-only, **kwargs
+        self._compiled_target: Any = self._target
+        if plain_signature(self._signature):
+            shown = names[len(self._prefix):]
+            self.wrt = tuple(wrt_position(w, shown, fun) + len(self._prefix)
+                             for w in ((wrt,) if self._single else wrt))
+        else:
+            given = () if kind == "vjp" else (wrt,) if self._single else tuple(wrt)
+            self._positions = Positions(self._signature, given, len(self._prefix), fun)
+            self.wrt, self._nparams = self._positions.wrt, -1    # never the positional path
+            if kind == "vjp":                # one cotangent a parameter, *args as a tuple
+                self.wrt = tuple(range(len(self._positions.compiled_values(names))))
+            self._compiled_target = Flat(self._target)
         self.source: str | None = None
         self.graph = None
         self.fallback_reason: str | None = None
@@ -71,6 +96,7 @@ class Transform(SafetyNet):
         self._probe_fn: Callable | None = None
         self._latest: Callable | None = None    # the newest shape specialisation
         self._shapes_fixed = False
+        self._written: tuple = ()             # positions not differentiated, written in place
         self._eager_keys: set = set()         # signatures whose compiled code failed
         self._vjp = kind == "vjp" and backend != "auto"
         if backend == "auto":               # decided at the first call, by the arrays passed
@@ -83,6 +109,8 @@ class Transform(SafetyNet):
             from srcgrad.shapes import shapes_follow_from_inputs
             self._shapes_fixed = kind != "vjp" and backend == "numpy" and \
                 shapes_follow_from_inputs(built.ir)
+            self._written = tuple(i for i, p in enumerate(built.ir.params)
+                                  if p in built.ir.mutates and i not in self.wrt)
 
     @property
     def _name(self) -> str:
@@ -93,8 +121,8 @@ class Transform(SafetyNet):
         try:
             if refusal is not None:
                 raise CompileError(refusal)
-            return build(self._target, self.kind, self.wrt, self._single, self.backend,
-                         trees)
+            return build(self._compiled_target, self.kind, self.wrt, self._single,
+                         self.backend, trees)
         except CompileError as exc:
             if self.strict:
                 raise
@@ -160,9 +188,8 @@ class Transform(SafetyNet):
         name = "cupy" if on_device else "numpy"
         transform = self._specialised.get(name)
         if transform is None:
-            transform = Transform(self._target, self.kind,
-                                  self.wrt[0] if self._single else self.wrt, backend=name,
-                                  strict=self.strict)
+            fun, kind, wrt, _, strict = self._given
+            transform = Transform(fun, kind, wrt, backend=name, strict=strict)
             self._specialised[name] = transform
         return transform
 
@@ -188,7 +215,7 @@ class Transform(SafetyNet):
         trees = {i: pytree.flatten(values[i])[1] for i in self.wrt
                  if not pytree.is_leaf(values[i])}
         if not trees:
-            return self._fn
+            return self._keywords_left_out(self._fn)
         key = repr(sorted(trees.items()))
         if key not in self._specialised:
             built = self._build(trees, stacklevel=6)
@@ -196,7 +223,16 @@ class Transform(SafetyNet):
             if built is not None:
                 self.source, self.graph = built.source, built.graph
                 self.sources[key] = built.source
-        return self._specialised[key]
+        return self._keywords_left_out(self._specialised[key])
+
+    def _keywords_left_out(self, fn: Callable | None) -> Callable | None:
+        """The compiled ``fn`` called with one value a parameter, ``**kwargs`` included: it
+        takes them without the ``**kwargs`` (which it does not read)."""
+        positions = self._positions
+        if fn is None or positions is None or len(positions.kinds) == len(
+                positions.compiled_values(positions.kinds)):
+            return fn
+        return lambda *values: fn(*positions.compiled_values(list(values)))
 
     def __repr__(self) -> str:
         how = "compiled" if self._fn is not None else "eager fallback"
@@ -212,6 +248,19 @@ class Transform(SafetyNet):
         if self._snapshot.changed() is not None:  # a global, closure or helper rebound
             fun, kind, wrt, backend, strict = self._given
             self.__init__(fun, kind, wrt, backend=backend, strict=strict)
+        positions = self._positions
+        if positions is None or self.backend == "auto":
+            return self._call_parameters(args, kwargs)
+        result = self._call_parameters(args, kwargs)    # gradients by parameter: *args whole
+        if self.kind == "vjp":
+            count = len(self._prefix) + len(args) - positions.npositional
+            backward = result[1]
+            return result[0], lambda ct: positions.by_position(backward(ct), count)
+        if self.kind == "value_and_grad":
+            return result[0], positions.pick(result[1], self._single)
+        return positions.pick(result, self._single)
+
+    def _call_parameters(self, args: tuple, kwargs: dict) -> Any:
         if self._prefix:
             args = self._prefix + args
         latest = self._latest
@@ -254,15 +303,39 @@ class Transform(SafetyNet):
                 return EAGER          # differentiated by an outer transform: keep the graph
             if all(type(a) is float for a in args):
                 return self._scalar_version()(*args)
+            if any(isinstance(args[i], (dict, list, tuple)) for i in self._written):
+                return self._written_container(args)
             if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
                 return self._by_shapes(args) if self._shapes_fixed else fn(*args)
         values = self._bind(args, kwargs)
         self._check(values)
+        if self._positions is not None:
+            try:
+                self._positions.check(values)
+            except TypeError as exc:
+                raise _ArgumentError(str(exc)) from None
+        if any(values[i] is not d for i, d in self._bound_defaults.items()):
+            return EAGER                  # another function than the default compiled in
         if self._eager_keys and signature(values) in self._eager_keys or any(
                 isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
             return EAGER
+        if any(isinstance(values[i], (dict, list, tuple)) for i in self._written):
+            return self._written_container(values)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         return fn(*values) if fn is not None else EAGER
+
+    def _written_container(self, values: Any) -> Any:
+        """The code writes into what an argument not differentiated holds: compiled for an
+        array, so a list, tuple or dict of arrays runs eagerly (``strict``: refused)."""
+        reason = written_container(self._name, list(self._signature.parameters), values,
+                                   self._written)
+        if self.strict:
+            raise CompileError(reason)
+        if signature(values) not in self._eager_keys:
+            self._eager_keys.add(signature(values))
+            warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
+                          f"arguments: {reason}", FallbackWarning, stacklevel=4)
+        return EAGER
 
     def _check(self, values: Any) -> None:
         names = list(self._signature.parameters)
@@ -284,19 +357,6 @@ def _plain(a: Any) -> bool:
 def built_params(transform: Transform) -> list[str]:
     """The generated function's parameter names (the user's, possibly renamed)."""
     return list(inspect.signature(transform._fn).parameters)
-
-
-def _position(w: Any, names: list[str], fun: Callable) -> int:
-    if isinstance(w, bool) or not isinstance(w, (int, str)):
-        raise TypeError(f"wrt must be an argument position or name, not {w!r}")
-    if isinstance(w, int):
-        if not 0 <= w < len(names):
-            raise ValueError(f"wrt={w} is out of range for {describe(fun)}, which takes "
-                             f"{len(names)} arguments")
-        return w
-    if w not in names:
-        raise ValueError(f"{describe(fun)} has no argument named {w!r}")
-    return names.index(w)
 
 
 def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",

@@ -22,32 +22,35 @@ from srcgrad.callees import bind_call, draws, hint, is_library, is_random, is_tr
 from srcgrad.callees import table_get as _lookup
 from srcgrad.errors import CompileError
 from srcgrad.ir import Closure, Const, Pack, Stmt, Var, literal
+from srcgrad.methods import Methods, user_method
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
-from srcgrad.user_calls import UserCalls
 
 __all__ = ["Calls"]
 
 _is_random = is_random          # srcgrad.surface reads the compiler's own predicates here
 
 
-class Calls(UserCalls):
+class Calls(Methods):
     """The lowering of calls (mixed into the Lowerer)."""
 
     def expr_Call(self, node: ast.Call) -> Any:
         if isinstance(node.func, ast.Lambda):
             return self.lambda_call(node.func, node)
         if isinstance(node.func, ast.Attribute):
-            receiver = self.expr(node.func.value)
+            receiver = self.new_instance(node.func.value) or self.expr(node.func.value)
             if isinstance(receiver, Var) and receiver.name not in self.static:
                 return self.method(receiver, node.func.attr, node)
+            if isinstance(receiver, Const):
+                bound = user_method(receiver.value, node.func.attr)
+                if bound is not None:                          # model.loss(x), Cls.make(x)
+                    return self.method_call(receiver, bound, node)
         fn = self.expr(node.func)
         if isinstance(fn, Closure):                            # f = lambda u: …; f(x)
             return self.lambda_call(fn.node, node)
         if isinstance(fn, Var) and fn.name in self.static:     # rng.normal(…) of a local rng
             return self.static_call(None, node, "value")
-        if not isinstance(fn, Const):
-            raise self.error("srcgrad compiles calls of functions it can see when compiling",
-                             node.func)
+        if isinstance(fn, Var):
+            fn = self.callable_default(fn, node)
         return self.call(fn, node)
 
     # ------------------------------------------------------------------------ calls
@@ -90,7 +93,7 @@ class Calls(UserCalls):
             return self.numpy_call(f, args, kwargs, node)
         if isinstance(f, (types.FunctionType, types.MethodType)):
             if not is_library(f):
-                return self.user_call(fn, node)
+                return self.helper_call(fn, node)
             return self.static_call(f, node, label, refusal=(   # np.hanning(n): plain Python
                 f"srcgrad has no derivative rule for {qualname(f)}; register one with "
                 "srcgrad.defvjp"))
@@ -143,6 +146,11 @@ class Calls(UserCalls):
                                  "gradient through it)", node)
             what = f"{written}() (a value computed at run time)" if f is None \
                 else f"{qualname(f)}()"
+            if f is None and isinstance(node.func, ast.Attribute) and isinstance(
+                    node.func.value, ast.Call):
+                what = (f"{written}() (a method of an object made when the code runs: "
+                        "srcgrad compiles the methods of globals, closure variables and "
+                        "objects of a class without __init__ made with no arguments)")
             raise self.error(f"{what} with an argument that carries a gradient is not compiled "
                              "(srcgrad does not follow a gradient through it)", node)
         return self.static_expr(node, hint=hint)
@@ -263,7 +271,12 @@ class Calls(UserCalls):
                              "new array)", node)
         spec = T.METHODS.get(name)
         if spec is None:
-            raise self.error(f"srcgrad cannot compile the array method .{name}()", node)
+            what = ast.unparse(node.func.value)
+            raise self.error(f"srcgrad cannot compile {what}.{name}(): .{name}() is not an "
+                             f"ndarray method it compiles, and {what} is a value known only "
+                             "when the code runs (a method of an object is compiled when the "
+                             "object is a global, a closure variable or self of the method "
+                             "differentiated; not of an object passed as an argument)", node)
         f, varargs = spec
         if _lookup(T.NONDIFF_CALLS, f) is not None:        # x.all(), x.round(): no gradient
             self.refuse_out(f, [node.func.value, *node.args], node)

@@ -51,10 +51,11 @@ class Built:
     free: dict[str, Any]
 
 
-def lower_function(fun: Any, trees: dict[int, Any] | None = None) -> Function:
+def lower_function(fun: Any, trees: dict[int, Any] | None = None,
+                   wrt: tuple[int, ...] | None = None) -> Function:
     """Parse and lower ``fun`` (raises CompileError for what the compiler cannot)."""
     src = parse_function(fun)
-    return lower(src, Env(fun), set(RESERVED), trees)
+    return lower(src, Env(fun), set(RESERVED), trees, wrt)
 
 
 @with_recursion_room
@@ -108,7 +109,7 @@ def _failed_at(fun: Any, tb: Any) -> Location | None:
 def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str,
            trees: dict[int, Any] | None, scalar: bool, facts: dict[str, tuple] | None,
            guard: tuple | None) -> Built:
-    ir = lower_function(fun, trees)
+    ir = lower_function(fun, trees, wrt)
     if scalar:
         only_floats(ir)
     wrt_names = [ir.params[i] for i in wrt]

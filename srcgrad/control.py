@@ -15,7 +15,8 @@ import copy
 from typing import Any
 
 from srcgrad.expressions import Pack, Tree
-from srcgrad.ir import Stmt, Var
+from srcgrad.inline import closure_reads
+from srcgrad.ir import Closure, Stmt, Var
 from srcgrad.iteration import Iteration, rebound
 from srcgrad.jumps import Jumps
 from srcgrad.lists import held
@@ -55,6 +56,11 @@ class ControlFlow(Jumps, Iteration):
             p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
         child.static_params = set(static)          # parameters known to carry no gradient
+        child.in_block = True
+        for stack in ("_closures", "_inlining"):     # recursion is seen across blocks
+            child.__dict__[stack] = self.__dict__.setdefault(stack, [])
+        child.closures = {n: v for n in closure_reads(self.scope, read(body))
+                          if isinstance(v := self.scope.get(n), Closure)}
         ir = child.lower_function()
         ir.static_names = set(child.static)
         ir.name = label
@@ -65,8 +71,9 @@ class ControlFlow(Jumps, Iteration):
 
     def inputs_of(self, blocks: list[list[ast.AST]], extra: set[str]) -> list[str]:
         """The outer variables the blocks read (or must pass through), in a stable order."""
-        names = set().union(*(read(b) for b in blocks)) | extra
-        return sorted(n for n in names if n in self.scope)
+        names = closure_reads(self.scope, set().union(*(read(b) for b in blocks)) | extra)
+        return sorted(n for n in names if n in self.scope and
+                      not isinstance(self.scope[n], Closure))    # closures: child.closures
 
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
         for n in names:
@@ -245,7 +252,8 @@ class ControlFlow(Jumps, Iteration):
         body, stop = self._jumps(body, s)
         if orelse:                       # what the else block reads is live after the loop
             self._live.append(self.live_after() | exposed(orelse))
-        live = self.live_after() | exposed(body) | (read([test]) if test is not None else set())
+        live = closure_reads(self.scope, self.live_after() | exposed(body) | (
+            read([test]) if test is not None else set()))
         carried = sorted(n for n in assigned(body) if n in live and n != counter
                          and (n in self.scope or n in self.live_after()) and n != stop)
         for name in carried:

@@ -91,7 +91,11 @@ class Expressions(Subscripts):
             return self.static_expr(node, hint=f"{base.name}_{node.attr}")   # no gradient
         if node.attr == "T":
             return self.prim(np.transpose, [base], {}, f"{base.name}_T", node)
-        raise self.error(f"srcgrad cannot compile the array attribute .{node.attr}", node)
+        owner = ast.unparse(node.value)
+        raise self.error(f"srcgrad cannot compile {owner}.{node.attr}: .{node.attr} is not an "
+                         f"ndarray attribute it compiles, and {owner} is known only when the "
+                         "code runs (an attribute of an object passed as an argument is not "
+                         "compiled; make the object a global or closure variable)", node)
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binop(node.op, node.left, node.right, node)

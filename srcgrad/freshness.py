@@ -148,11 +148,13 @@ def _attribute_loads(code: types.CodeType, first: str | None) -> set[tuple[str, 
     ``first`` (the parameter a bound method's instance arrives in), nested code included."""
     loads = [op for op in dis.get_instructions(code) if op.opname not in _SKIP]
     pairs = set()
-    for a, b in zip(loads, loads[1:]):
+    for k, (a, b) in enumerate(zip(loads, loads[1:])):
         if b.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
             continue
         if a.opname in _FREE_LOADS or (a.opname == "LOAD_FAST" and a.argval == first):
             pairs.add((a.argval, b.argval))
+        elif a.opname == "CALL" and a.argval == 0 and k and loads[k - 1].opname in _FREE_LOADS:
+            pairs.add((loads[k - 1].argval, b.argval))      # Cls().method: the class's
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             pairs |= {(n, attr) for n, attr in _attribute_loads(const, None)
@@ -198,6 +200,7 @@ class Snapshot:
         self.cells: list[tuple[Any, Any, str]] = []         # (cell, value, name)
         self.names: list[tuple[dict, str, Any]] = []        # (namespace, name, value)
         self.attributes: list[tuple[Any, str, Any]] = []    # (object, attribute, value)
+        self.defaults: list[tuple[Any, Any, dict]] = []     # (function, defaults, kw ones)
         seen: set[int] = set()
         todo = [(f, getattr(fn, "__self__", None)) for f in [_function(fn)] if f is not None]
         while todo and len(seen) < limit:
@@ -206,6 +209,11 @@ class Snapshot:
                 continue
             seen.add(id(f))
             self.functions.append((f, f.__code__))
+            self.defaults.append((f, f.__defaults__, dict(f.__kwdefaults__ or {})))
+            for value in (*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()):
+                inner = _function(value)                  # def f(a, act=helper)
+                if inner is not None and not _is_library(inner):
+                    todo.append((inner, getattr(value, "__self__", None)))
             for name in sorted(_free_names(f.__code__)):
                 self._record(f, name)
                 inner = _function(_lookup(f, name))
@@ -215,11 +223,15 @@ class Snapshot:
                 f.__code__.co_argcount else None
             for name, attr in sorted(_attribute_loads(f.__code__, first)):
                 owner = instance if name == first else _lookup(f, name)
-                self._record_attribute(owner, attr, todo)
+                self._record_attribute(owner, attr, todo, instance=isinstance(owner, type))
 
-    def _record_attribute(self, owner: Any, attr: str, todo: list) -> None:
-        if owner is _MISSING or isinstance(owner, (types.ModuleType, type)):
-            return                              # modules and classes: seen by their names
+    def _record_attribute(self, owner: Any, attr: str, todo: list,
+                          instance: bool = False) -> None:
+        """``owner.attr`` when the compiler binds it; ``instance``: a method reached on a
+        class is followed with the class as its object (``Cls().method``)."""
+        if owner is _MISSING or isinstance(owner, types.ModuleType) or isinstance(
+                owner, type) and _is_library(owner):
+            return                              # modules and library classes: as they are
         try:
             value = getattr(owner, attr, _MISSING)
         except Exception:                       # a property that raises: nothing bound
@@ -229,7 +241,7 @@ class Snapshot:
         self.attributes.append((owner, attr, value))
         inner = _function(value)
         if inner is not None and not _is_library(inner):
-            todo.append((inner, getattr(value, "__self__", None)))
+            todo.append((inner, getattr(value, "__self__", owner if instance else None)))
 
     def _record(self, f: types.FunctionType, name: str) -> None:
         code = f.__code__
@@ -257,6 +269,11 @@ class Snapshot:
         for f, code in self.functions:
             if f.__code__ is not code:
                 return f"the code of {f.__qualname__}"
+        for f, defaults, keywords in self.defaults:
+            now = f.__kwdefaults__ or {}
+            if f.__defaults__ is not defaults or now.keys() != keywords.keys() or any(
+                    now[k] is not v for k, v in keywords.items()):
+                return f"the defaults of {f.__qualname__}"
         return None
 
 
@@ -280,6 +297,6 @@ def _contents(cell: Any) -> Any:
         return _MISSING
 
 
-def _is_library(fn: types.FunctionType) -> bool:
+def _is_library(fn: Any) -> bool:
     module = getattr(fn, "__module__", "") or ""
     return module.split(".")[0] in ("numpy", "scipy", "srcgrad", "builtins", "math")

@@ -10,14 +10,15 @@ import inspect
 import linecache
 import sys
 import textwrap
+import types
 from dataclasses import dataclass
 from typing import Any
 
 from srcgrad.errors import CompileError, Location
 from srcgrad.freshness import same_code
 
-__all__ = ["Source", "parse_function", "not_plain", "returned_tuple", "Env", "Unresolved",
-           "with_recursion_room"]
+__all__ = ["Source", "Flat", "plain_signature", "parse_function", "not_plain",
+           "returned_tuple", "Env", "Unresolved", "with_recursion_room"]
 
 
 @dataclass
@@ -69,9 +70,57 @@ def _label(fn: Any) -> str:
     return name if isinstance(name, str) else type(fn).__name__
 
 
+class Flat:
+    """A function whose ``*args`` is compiled as one tuple parameter, its keyword-only
+    parameters as positional ones, and its ``**kwargs`` left out (refused if read): what
+    :func:`parse_function` parses for it.  Calling it passes one value a parameter."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        self.__signature__ = inspect.Signature(
+            [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                       default=inspect.Parameter.empty) for p in params])
+
+    def __getattr__(self, name: str) -> Any:         # __code__, __globals__, __name__ …
+        if name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Flat) and other.fn == self.fn
+
+    def __hash__(self) -> int:
+        return hash(("flat", self.fn))
+
+    def __call__(self, *values: Any) -> Any:
+        args: list = []
+        kwargs: dict = {}
+        kinds = [p for p in inspect.signature(self.fn).parameters.values()
+                 if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        for p, value in zip(kinds, values):
+            if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif p.kind is inspect.Parameter.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        return self.fn(*args, **kwargs)
+
+
+def plain_signature(signature: inspect.Signature) -> bool:
+    """Whether every parameter is positional (``def f(x, y=1)``): no ``*args``, ``**kw`` or
+    keyword-only parameter."""
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return all(p.kind in positional for p in signature.parameters.values())
+
+
 def parse_function(fn: Any) -> Source:
     """Parse ``fn``'s source.  Raises CompileError when the source cannot be read, when
     ``fn`` is not a plain function, or when the source on disk is not the running code."""
+    flat = isinstance(fn, Flat)
+    fn = fn.fn if flat else fn
     name = _label(fn)
     reason = not_plain(fn)
     if reason is not None:
@@ -117,8 +166,43 @@ def parse_function(fn: Any) -> Source:
             isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(target)):
         raise CompileError(f"{name} is not a plain function (async def, yield or await): "
                            "srcgrad differentiates plain functions that return their value")
+    if isinstance(fn, types.MethodType):
+        _unbind(target, name)
+    if flat:
+        _flatten(target, name)
     label = getattr(fn, "__name__", name)
     return Source(target, filename, file_lines, label if isinstance(label, str) else name)
+
+
+def _unbind(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
+    """A bound method's ``def``, its first parameter (``self``, ``cls``) left out: the name
+    is then a free one, resolved by :class:`Env` to the method's object."""
+    args = node.args
+    positional = args.posonlyargs or args.args
+    if not positional:
+        raise CompileError(f"{name} is a method without a parameter for its object")
+    positional.pop(0)
+    del args.defaults[:max(0, len(args.defaults) - len(args.posonlyargs) - len(args.args))]
+
+
+def _flatten(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
+    """``def f(x, *args, k=1, **kw)`` parsed as ``def f(x, args, k)``: the tuple of extra
+    positional arguments is one parameter, keyword-only parameters are positional, and
+    ``**kw`` is left out (the transform passes every value; a body reading ``kw`` is
+    refused: a dict of keyword arguments is not compiled)."""
+    args = node.args
+    if args.kwarg is not None:
+        reads = [n for n in ast.walk(node) if isinstance(n, ast.Name)
+                 and n.id == args.kwarg.arg]
+        if reads:
+            where = reads[0]
+            raise CompileError(f"{name} reads its **{args.kwarg.arg} parameter (line "
+                               f"{where.lineno}); srcgrad compiles **kwargs only when the "
+                               "function does not read them (name the keyword parameters)")
+    extra = [args.vararg] if args.vararg is not None else []
+    args.args = args.posonlyargs + args.args + extra + args.kwonlyargs
+    args.posonlyargs, args.kwonlyargs, args.kw_defaults, args.defaults = [], [], [], []
+    args.vararg = args.kwarg = None
 
 
 def returns_of(node: ast.AST) -> list[ast.expr]:
@@ -221,10 +305,13 @@ class Env:
     """Where the function's free names live: closure cells, then globals, then builtins."""
 
     def __init__(self, fn: Any) -> None:
+        fn = fn.fn if isinstance(fn, Flat) else fn
         self.fn = fn
         self.globals = getattr(fn, "__globals__", {})
         code = fn.__code__
         self.closure = {}
+        if isinstance(fn, types.MethodType) and code.co_argcount:
+            self.closure[code.co_varnames[0]] = fn.__self__     # the method's object
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 self.closure[name] = cell.cell_contents

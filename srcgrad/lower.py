@@ -19,15 +19,17 @@ from srcgrad.control import ControlFlow
 from srcgrad.errors import CompileError, describe
 from srcgrad.expressions import Closure, Expressions, Pack, Tree
 from srcgrad.frontend import Env, Source
+from srcgrad.inline import define, live_in
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
+from srcgrad.list_operands import ListOperands
 from srcgrad.lists import Lists, is_append
-from srcgrad.scopes import exposed
 from srcgrad.sharing import Sharing
 
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
 
-class Lowerer(ControlFlow, Assignments, Lists, Expressions, Calls, Aliases, Sharing):
+class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls, Aliases,
+              Sharing):
     """Lowers one function (or one block of it); the mixins lower expressions, calls,
     control flow and lists."""
 
@@ -103,6 +105,7 @@ class Lowerer(ControlFlow, Assignments, Lists, Expressions, Calls, Aliases, Shar
             if a.arg in self.list_names:
                 self.lists.add(name)
         self.param_names = set(params)
+        self.scope.update(getattr(self, "closures", {}))   # closures a block calls
         for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
             self.scope[user] = tree.with_leaves({path: self.scope[arg] for path, arg in leaves})
         for position, structure in self.trees.items():
@@ -136,7 +139,9 @@ class Lowerer(ControlFlow, Assignments, Lists, Expressions, Calls, Aliases, Shar
         literal stays one, as a helper lowered in place returns it to its caller)."""
         for i, s in enumerate(stmts):
             self.line, self.text = s.lineno, self.src.text(s)
-            self._live.append(exposed(stmts[i + 1:]))
+            if define(self, s, stmts[i + 1:]):        # a nested def: a closure
+                continue
+            self._live.append(live_in(self.scope, stmts[i + 1:]))
             if isinstance(s, ast.Return):
                 if i != len(stmts) - 1:
                     raise self.error("srcgrad compiles a return only at the end of the "
@@ -382,7 +387,12 @@ def _substitute(stmt: Stmt, old: str, new: str) -> None:
                 n.id = new
 
 
-def lower(src: Source, env: Env, reserved: set[str], trees: dict[int, Any] | None = None
-          ) -> Function:
-    """Lower a parsed function to the core IR (``trees``: structures of pytree arguments)."""
-    return Lowerer(src, env, reserved, trees).lower_function()
+def lower(src: Source, env: Env, reserved: set[str], trees: dict[int, Any] | None = None,
+          wrt: tuple[int, ...] | None = None) -> Function:
+    """Lower a parsed function to the core IR (``trees``: structures of pytree arguments;
+    ``wrt``: the positions differentiated, None where not known, as for a helper)."""
+    lowerer = Lowerer(src, env, reserved, trees)
+    if wrt is not None:
+        params = src.node.args.args
+        lowerer.wrt_users = frozenset(params[i].arg for i in wrt if i < len(params))
+    return lowerer.lower_function()

@@ -17,11 +17,13 @@ def is_leaf(x: Any) -> bool:
 
 
 def flatten(tree: Any) -> tuple[list, Any]:
-    """Leaves in a fixed order (dict keys sorted) and the structure to rebuild them."""
+    """Leaves in a fixed order (dict keys sorted) and the structure to rebuild them; a dict's
+    structure also keeps its insertion order, which its loops (and the rebuilt dict) follow."""
     if isinstance(tree, dict):
         keys = sorted(tree)
         parts = [flatten(tree[k]) for k in keys]
-        return [leaf for p in parts for leaf in p[0]], ("dict", keys, [p[1] for p in parts])
+        return [leaf for p in parts for leaf in p[0]], ("dict", keys, [p[1] for p in parts],
+                                                        list(tree))
     if isinstance(tree, (list, tuple)):
         parts = [flatten(v) for v in tree]
         return [leaf for p in parts for leaf in p[0]], (type(tree), None, [p[1] for p in parts])
@@ -34,10 +36,11 @@ def unflatten(structure: Any, leaves: list) -> Any:
     def build(s: Any) -> Any:
         if s is None:
             return next(it)
-        kind, keys, children = s
+        kind, keys, children = s[:3]
         values = [build(c) for c in children]
         if kind == "dict":
-            return dict(zip(keys, values))
+            built = dict(zip(keys, values))
+            return {k: built[k] for k in s[3]} if len(s) > 3 else built
         return kind(values)
     return build(structure)
 

@@ -41,13 +41,24 @@ class Subscripts:
             name = self.fresh(hint)
             self.source_names[name] = hint
             return self.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
-        kind, keys, children = structure
+        kind, keys, children = structure[:3]          # a dict's insertion order: [3]
         keys = keys if keys is not None else list(range(len(children)))
         out = {}
         for key, child in zip(keys, children):
             label = key if isinstance(key, str) and key.isidentifier() else f"{hint}_{key}"
             out[key] = self.tree(root, child, label, path + (key,))
         return Tree(kind, out)
+
+    def tree_pack(self, tree: Tree) -> Pack:
+        """A list or tuple argument used whole where a value is expected (``np.polyval(c,
+        x)``, ``sum(lst, start)``, ``V @ c``): the literal of its leaves, which NumPy reads
+        as ``np.asarray`` of it.  A dict has no array value: refused."""
+        if tree.kind == "dict":
+            raise self.error("a dict argument is used whole as a value here; srcgrad compiles "
+                             "reads of its items (p['k']) and loops over p.values()/p.items()",
+                             self._node_of_line())
+        return Pack([self.tree_pack(v) if isinstance(v, Tree) else v
+                     for v in tree.children.values()], is_list=tree.kind is list)
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)

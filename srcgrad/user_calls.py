@@ -19,7 +19,7 @@ from srcgrad.callees import hint, qualname
 from srcgrad.errors import CompileError
 from srcgrad.frontend import parse_function, returned_tuple, returns_of
 from srcgrad.inline import inline_call, lambda_call
-from srcgrad.ir import Const, Pack, Stmt, Tree, Var
+from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
 
 __all__ = ["UserCalls"]
 
@@ -27,14 +27,16 @@ __all__ = ["UserCalls"]
 class UserCalls:
     """The lowering of calls of user functions (mixed into the Lowerer, through Calls)."""
 
-    def lambda_call(self, fn: ast.Lambda, node: ast.Call) -> Any:
-        return lambda_call(self, fn, node)
+    def lambda_call(self, fn: ast.Lambda | ast.FunctionDef, node: ast.Call) -> Any:
+        closure = next((v for v in self.scope.values() if isinstance(v, Closure) and
+                        v.node is fn), None)        # a nested def or a lambda bound to a name
+        return lambda_call(self, fn, node, closure)
 
     def user_call(self, fn: Const, node: ast.Call) -> Any:
         values = [self.expr(a) for a in node.args]
         keywords = {k.arg: self.expr(k.value) for k in node.keywords}
         if any(isinstance(v, (Pack, Tree)) or self.is_runtime_list(v)
-               for v in [*values, *keywords.values()]):
+               for v in [*values, *keywords.values()]) or _nested_tuple(fn.value):
             return inline_call(self, fn.value, values, keywords, node)   # helper([a, b])
         args = [self.materialize(v, "t") for v in values]
         callee = fn.value
@@ -95,3 +97,16 @@ class UserCalls:
         if made_by is None or made_by.kind != "call":
             return None
         return made_by.params.get("returns")
+
+
+def _nested_tuple(callee: Any) -> bool:
+    """Whether ``callee`` returns a tuple literal holding a tuple or list literal
+    (``return a, (b, c)``): lowered in place, so that the caller unpacks the structure."""
+    if not isinstance(callee, types.FunctionType):
+        return False
+    try:
+        fn_node = parse_function(callee).node
+    except CompileError:
+        return False
+    return any(isinstance(v, (ast.Tuple, ast.List)) and any(
+        isinstance(e, (ast.Tuple, ast.List)) for e in v.elts) for v in returns_of(fn_node))

@@ -35,12 +35,15 @@ CASES = {
                 y = np.log(x)
             return np.sum(y)
         """, 3, "with statement"),
-    "nested def": ("""
+    "nonlocal in a nested def": ("""
         def f(x):
+            acc = x * 1.0
             def g(t):
-                return t * t
-            return np.sum(g(x))
-        """, 3, "nested function"),
+                nonlocal acc
+                acc = acc + t
+            g(x)
+            return np.sum(acc)
+        """, 5, "nonlocal in a nested function"),
     "dict comprehension": ("""
         def f(x):
             parts = {k: x * k for k in range(3)}
@@ -109,7 +112,7 @@ CASES = {
         def f(x):
             y = (z := x * 2) + z
             return np.sum(y)
-        """, 3, "assignment expression"),
+        """, 3, "walrus operator (:=)"),
 }
 
 
