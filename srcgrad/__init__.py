@@ -5,7 +5,7 @@ source (``srcgrad.api``); ``srcgrad.Tensor`` is PyTorch's eager autograd over Nu
 (``srcgrad.runtime``).  Both use one table of derivative rules.
 """
 
-from srcgrad import autograd, cuda, linalg, nn, optim
+from srcgrad import autograd, cuda, linalg, nn, optim, viz
 from srcgrad.api import Transform, grad, show, value_and_grad, vjp
 from srcgrad.compiled import compile
 from srcgrad.errors import CompileError, FallbackWarning

@@ -1,11 +1,11 @@
 """The command line: ``python -m srcgrad show path/to/file.py:function [--wrt NAME]
-[--backend cupy]`` prints a generated gradient; ``python -m srcgrad supported [--markdown]``
-prints what the compiler supports (``docs/supported.md`` is its ``--markdown`` output)."""
+[--backend cupy] [--graph out.svg] [--run-module]`` prints a generated gradient (or writes a
+picture of its graph); ``python -m srcgrad supported [--markdown]`` prints what the compiler
+supports (``docs/supported.md`` is its ``--markdown`` output)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import pathlib
 import sys
 import textwrap
@@ -15,6 +15,7 @@ from collections import defaultdict
 import numpy as np
 
 from srcgrad.api import Transform, show
+from srcgrad.cli_target import NeedsModule, load_function, run_module
 from srcgrad.errors import FallbackWarning
 from srcgrad.lowering_scipy import SCIPY_SURFACE
 from srcgrad.surface import (
@@ -29,24 +30,30 @@ from srcgrad.surface import (
 __all__ = ["main"]
 
 
-def _load(target: str) -> object:
+def _load(target: str, run: bool) -> object:
+    """The function ``path/to/file.py:name``.  Without ``run``, only the statements it needs
+    run (:mod:`srcgrad.cli_target`); the module body does not."""
     path, _, name = target.rpartition(":")
     if not path or not name:
         raise SystemExit(f"srcgrad show: expected path/to/file.py:function, got {target!r}")
     file = pathlib.Path(path)
     if not file.is_file():
         raise SystemExit(f"srcgrad show: no such file: {path}")
-    spec = importlib.util.spec_from_file_location(file.stem, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[file.stem] = module
     sys.path.insert(0, str(file.parent.resolve()))
-    spec.loader.exec_module(module)
-    fn = module
-    for part in name.split("."):
-        fn = getattr(fn, part, None)
-        if fn is None:
-            raise SystemExit(f"srcgrad show: {path} has no function {name!r}")
-    return getattr(fn, "__wrapped__", fn)
+    try:
+        return run_module(file, name) if run else load_function(file, name)
+    except NeedsModule as exc:
+        if run:
+            raise SystemExit(f"srcgrad show: {exc}") from None
+        raise SystemExit(
+            f"srcgrad show: cannot find {name} in {path} without running the module: {exc}.\n"
+            "srcgrad show does not run a script's top level by itself (it may train, write "
+            "files or fail). Pass --run-module to run the whole module, as 'import' would "
+            "(code under 'if __name__ == \"__main__\":' still does not run).") from None
+    except Exception as exc:
+        what = "running" if run else f"importing what {name} needs from"
+        raise SystemExit(f"srcgrad show: {what} {path} failed: {type(exc).__name__}: "
+                         f"{exc}") from None
 
 
 _REGENERATE = "python -m srcgrad supported --markdown > docs/supported.md"
@@ -152,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     show_cmd.add_argument("--wrt", action="append",
                           help="argument name or position (repeatable); default: the first")
     show_cmd.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
+    show_cmd.add_argument("--graph", metavar="OUT",
+                          help="write a picture of the compiled graph (.svg; .png or .pdf "
+                               "need Graphviz; .dot writes its DOT source) instead of printing "
+                               "the source")
+    show_cmd.add_argument("--run-module", action="store_true",
+                          help="run the file's whole top level to find the function (by "
+                               "default only the imports and constants it reads run)")
     supported_cmd = sub.add_parser("supported", help="print every supported function, method, "
                                                      "operator and construct, and what is "
                                                      "refused")
@@ -161,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "supported":
         sys.stdout.write(supported(args.markdown))
         return 0
-    fn = _load(args.target)
+    fn = _load(args.target, args.run_module)
     wrt: object = 0
     if args.wrt:
         items = [int(w) if w.isdigit() else w for w in args.wrt]
@@ -169,5 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
         transform = Transform(fn, "grad", wrt, backend=args.backend)
-    show(transform)
-    return 0 if transform.source is not None else 1
+    if args.graph is None or transform.graph is None:
+        show(transform)
+        return 0 if transform.source is not None else 1
+    from srcgrad.viz import MissingRenderer, draw
+    try:
+        written = draw(transform).render(args.graph)
+    except (MissingRenderer, OSError) as exc:
+        raise SystemExit(f"srcgrad show: cannot write {args.graph}: {exc}") from None
+    print(f"srcgrad show: wrote the graph of {args.target} to {written}")
+    return 0

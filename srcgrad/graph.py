@@ -30,7 +30,7 @@ def _op(st) -> str:
 def build_graph(fn: Function, wrt: list[str], check: bool = True) -> nx.DiGraph:
     """The def-use graph of ``fn`` with ``active`` and ``saved`` set for ``wrt``; ``check``
     refuses values of ``wrt`` flowing into static parameters (a dropped gradient)."""
-    g = nx.DiGraph(name=fn.name)
+    g = nx.DiGraph(name=fn.name, filename=fn.filename)
     for p in fn.params:
         g.add_node(p, op="param", line=fn.firstline, kind="param", active=False, saved=False)
     for k, st in enumerate(fn.body):
