@@ -120,6 +120,9 @@ class Accumulation:
         is kept as a number, so that the rules downstream fold it too.  ``virtual``: the
         contribution is a scalar standing for an array full of it (as after a sum).
         """
+        if isinstance(contrib, (np.ndarray, np.generic)) and np.ndim(contrib) == 0 and \
+                contrib.dtype.kind in "biuf":   # a rule's result on folded numbers (0-d)
+            contrib = float(contrib)
         stmts = self.tracer.stmts
         self.tracer.stmts = []
         old = self.adj.get(var)

@@ -39,9 +39,9 @@ def inline_single_use(fn: ast.FunctionDef, temps: set[str]) -> None:
                     and isinstance(st.targets[0], ast.Name) and st.targets[0].id in temps):
                 name = st.targets[0].id
                 uses = counts.get(name, 0)
-                if uses == 0:
+                if uses == 0 and not _kept(st):
                     continue
-                if uses == 1:
+                if uses == 1 and not _kept(st):
                     defs[name] = st.value
                     continue
             kept.append(st)
@@ -58,6 +58,12 @@ class Substitute(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.id in self.defs:
             return copy.deepcopy(self.defs.pop(node.id))
         return node
+
+
+def _kept(st: ast.stmt) -> bool:
+    """A statement that stays even when its value is unused (a call that may raise as the
+    program does: ``math.log(x)``)."""
+    return getattr(st, "srcgrad_keep", False)
 
 
 def drop_empty_comments(fn: ast.FunctionDef, is_comment: Any) -> None:
@@ -85,7 +91,7 @@ def eliminate_dead_code(fn: ast.FunctionDef, pure: set[str]) -> None:
     while True:
         counts = _loads(fn)
         kept = [st for st in fn.body
-                if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                if _kept(st) or not (isinstance(st, ast.Assign) and len(st.targets) == 1
                         and isinstance(st.targets[0], ast.Name) and st.targets[0].id in pure
                         and counts.get(st.targets[0].id, 0) == 0)]
         if len(kept) == len(fn.body):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import os
 from typing import Any
 
@@ -47,6 +48,10 @@ def _function_of(prim: Any) -> Any:
         if fun is not None:
             _NUMPY_OF[prim] = fun
     return fun
+
+
+def _is_math(prim: Any) -> bool:
+    return getattr(getattr(prim, "fn", None), "__module__", None) == "math"
 
 
 def _is_numpy(fun: Any) -> bool:
@@ -109,7 +114,17 @@ class Primal:
                 vjp = self.vjp_name(st.fn, st.params.get("label"))
                 return assign([st.target, backward], ast.Call(_name(vjp), args, []))
             return assign(st.target, ast.Call(st.expr, args, []))
-        return assign(st.target, self.prim_expr(st))
+        stmt = assign(st.target, self.prim_expr(st))
+        if _is_math(st.fn):
+            stmt.srcgrad_keep = True         # math.log(-1.0) raises: never dropped as dead
+        return stmt
+
+    def math_module(self) -> ast.expr:
+        """The name the generated module reads Python's ``math`` module by."""
+        if self.fn.free.get("math", math) is math:
+            self.fn.free["math"] = math
+            return _name("math")
+        return _name(self.bound_name(math))
 
     def operand(self, a: Any) -> ast.expr:
         return _name(a.name) if isinstance(a, Var) else const_expr(a)
@@ -150,6 +165,9 @@ class Primal:
         if name == "einsum":
             return ast.Call(numpy_path(np.einsum, self.namespace),
                             [ast.Constant(st.params["subscripts"]), *args], [])
+        if _is_math(prim):                  # Python's math function itself
+            return ast.Call(ast.Attribute(self.math_module(), prim.fn.__name__, ast.Load()),
+                            args, [])
         numpy_fun = _function_of(prim)
         if numpy_fun is not None and not _is_numpy(numpy_fun):
             return ast.Call(_name(self.bound_name(numpy_fun)), args, kwargs)

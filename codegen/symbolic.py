@@ -79,8 +79,19 @@ def index_expr(index: Any) -> ast.expr:
 
 
 def to_expr(value: Any) -> ast.expr:
-    """Any value a rule passes along (Syms, numbers, tuples, slices) as an expression."""
-    return value_expr(value, leaf=lambda v: v.node if isinstance(v, Sym) else None)
+    """Any value a rule passes along (Syms, numbers, tuples, slices) as an expression.
+
+    A 0-d array (a rule's ``np.zeros_like(g)`` or ``np.where`` evaluated on the folded seed
+    ``1.0`` and constant operands) prints as its number."""
+    return value_expr(value, leaf=_leaf)
+
+
+def _leaf(value: Any) -> ast.expr | None:
+    if isinstance(value, Sym):
+        return value.node
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
+        return value_expr(value.item())
+    return None
 
 
 def assign(target: str | list[str], value: ast.expr) -> ast.stmt:
@@ -223,14 +234,23 @@ class Sym:
         fact = self._fact()
         if fact is not None:
             return fact[0]                     # known: rules fold it into constants
-        return Sym(ast.Attribute(self.node, "shape", ast.Load()), self.tracer)
+        return self._query("shape")
 
     @property
     def ndim(self) -> Any:
         fact = self._fact()
         if fact is not None:
             return len(fact[0])
-        return Sym(ast.Attribute(self.node, "ndim", ast.Load()), self.tracer)
+        return self._query("ndim")
+
+    def _query(self, what: str) -> Sym:
+        """``np.shape(x)`` of a variable (which may hold a Python float, with no ``.shape``),
+        ``expr.shape`` of an expression a rule made (an array)."""
+        if isinstance(self.node, ast.Name) and self.node.id not in self.tracer.temps:
+            space = "np" if self.tracer.namespace == "math" else self.tracer.namespace
+            func = ast.Attribute(ast.Name(space, ast.Load()), what, ast.Load())
+            return Sym(ast.Call(func, [self.node], []), self.tracer)
+        return Sym(ast.Attribute(self.node, what, ast.Load()), self.tracer)
 
     @property
     def dtype(self) -> Sym:
@@ -303,6 +323,8 @@ def _definition(fn: Any, name: str) -> str:
     node = tree.body[0]
     node.decorator_list = []
     node.name = name
+    if isinstance(node, ast.ClassDef):         # an exception class a helper raises
+        return ast.unparse(node)
     node.returns = None
     for arg in node.args.args + node.args.kwonlyargs:
         arg.annotation = None

@@ -32,7 +32,7 @@ import numpy as np
 __all__ = [
     "Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
     "NUMPY_BINDINGS", "NO_GRADIENT", "bind_numpy", "sum_to", "unbroadcast", "helper",
-    "is_differentiable_dtype",
+    "is_differentiable_dtype", "NotCompiled",
 ]
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -45,6 +45,16 @@ takes NumPy's call signature and calls the primitive with inputs and keyword par
 NO_GRADIENT: dict[Callable, str] = {}
 """NumPy functions whose result carries no gradient, whatever their arguments (→ why): a
 truth value, indices, a piecewise constant.  Both modes run them on plain data."""
+
+
+class NotCompiled(TypeError):
+    """Raised by compiled code for arguments its lowering could not see and does not model
+    (``np.gradient`` without ``axis=`` of an N-d array, which returns a tuple): the safety
+    net refuses the call with a CompileError (strict) or runs it eagerly.  Generated modules
+    define their own copy of this class: the safety net knows it by ``not_compiled``."""
+
+    not_compiled = True
+
 
 _META_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 

@@ -200,7 +200,7 @@ class Snapshot:
         self.cells: list[tuple[Any, Any, str]] = []         # (cell, value, name)
         self.names: list[tuple[dict, str, Any]] = []        # (namespace, name, value)
         self.attributes: list[tuple[Any, str, Any]] = []    # (object, attribute, value)
-        self.defaults: list[tuple[Any, Any, dict]] = []     # (function, defaults, kw ones)
+        self.defaults: list[tuple] = []   # (function, defaults, kw defaults, a copy of them)
         seen: set[int] = set()
         todo = [(f, getattr(fn, "__self__", None)) for f in [_function(fn)] if f is not None]
         while todo and len(seen) < limit:
@@ -209,7 +209,8 @@ class Snapshot:
                 continue
             seen.add(id(f))
             self.functions.append((f, f.__code__))
-            self.defaults.append((f, f.__defaults__, dict(f.__kwdefaults__ or {})))
+            kw = f.__kwdefaults__
+            self.defaults.append((f, f.__defaults__, kw, None if kw is None else dict(kw)))
             for value in (*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()):
                 inner = _function(value)                  # def f(a, act=helper)
                 if inner is not None and not _is_library(inner):
@@ -269,10 +270,10 @@ class Snapshot:
         for f, code in self.functions:
             if f.__code__ is not code:
                 return f"the code of {f.__qualname__}"
-        for f, defaults, keywords in self.defaults:
-            now = f.__kwdefaults__ or {}
-            if f.__defaults__ is not defaults or now.keys() != keywords.keys() or any(
-                    now[k] is not v for k, v in keywords.items()):
+        for f, defaults, kw, copied in self.defaults:
+            if f.__defaults__ is not defaults or f.__kwdefaults__ is not kw or kw is not None \
+                    and (kw.keys() != copied.keys() or any(kw[k] is not v
+                                                           for k, v in copied.items())):
                 return f"the defaults of {f.__qualname__}"
         return None
 

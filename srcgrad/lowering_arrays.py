@@ -25,7 +25,7 @@ from srcgrad.runtime.primitives import PRIMITIVES, lookup
 from srcgrad.runtime.rules.shapes import ATLEAST, JOINS, PAD_MODES, SPLITS, section_count
 from srcgrad.runtime.rules.special import SCIPY_NAMES, bind_scipy
 
-__all__ = ["ARRAY_CALLS", "SpecialCalls"]
+__all__ = ["ARRAY_CALLS", "SpecialCalls", "int_arithmetic"]
 
 
 def _arguments(lowerer: Any, f: Any, args: list, node: ast.Call, values: tuple = ()
@@ -78,6 +78,33 @@ def _folded(expr: ast.expr) -> Any:
         return Pack([])
 
 
+_INT_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+            ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}
+
+
+def int_arithmetic(expr: ast.expr) -> Any:
+    """An int, or a tuple or list of them, written with literal arithmetic (``5 * 4``,
+    ``(2 * 3, -1)``), as its value; None for anything else (no powers: no huge numbers)."""
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        items = [int_arithmetic(e) for e in expr.elts]
+        if any(i is None or not isinstance(i, int) for i in items):
+            return None
+        return tuple(items) if isinstance(expr, ast.Tuple) else items
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        value = int_arithmetic(expr.operand)
+        return None if not isinstance(value, int) else -value if isinstance(
+            expr.op, ast.USub) else value
+    if isinstance(expr, ast.BinOp) and type(expr.op) in _INT_OPS:
+        left, right = int_arithmetic(expr.left), int_arithmetic(expr.right)
+        if not (isinstance(left, int) and isinstance(right, int)) or (
+                right == 0 and isinstance(expr.op, (ast.FloorDiv, ast.Mod))):
+            return None
+        return _INT_OPS[type(expr.op)](left, right)
+    return None
+
+
 def _literal_of(lowerer: Any, value: Any, what: str, node: ast.AST) -> Any:
     if isinstance(value, (Var, Const, Pack)):
         raise lowerer.error(f"{what} must be a literal or a named constant", node)
@@ -128,9 +155,11 @@ def _split(fun: Any, axis_code: Any, even: bool) -> Any:
 def _join(how: str) -> Any:
     def lower(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         seq = args[0] if len(args) == 1 and not kwargs else None
+        if isinstance(seq, Var) and not lowerer.is_list(seq):     # an array: its rows
+            return lowerer.prim(PRIMITIVES["joined_rows"], [seq], {"how": how}, how, node)
         if not isinstance(seq, Pack) or not seq.items:
-            raise lowerer.error(f"np.{how} is compiled on a list or tuple literal of arrays "
-                                "(without dtype= or casting=)", node)
+            raise lowerer.error(f"np.{how} is compiled on an array or on a list or tuple literal "
+                                "of arrays (without dtype= or casting=)", node)
         return lowerer.prim(PRIMITIVES["joined"], seq.items, {"how": how}, how, node)
     return lower
 
@@ -215,6 +244,14 @@ def _gradient(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
                                node)
         outs.append(out)
     return outs[0] if not isinstance(axis, (tuple, list)) else Pack(outs)
+
+
+def _real_if_close(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+    """``np.real_if_close(a, tol)``: of a real array, the array itself (``np.real``'s view;
+    a complex one is refused by its rule)."""
+    bound = _arguments(lowerer, np.real_if_close, args, node, values=("a",))
+    _literal_of(lowerer, bound.get("tol", 100), "np.real_if_close's tol", node)
+    return lowerer.prim(PRIMITIVES["real"], [bound["a"]], {}, "real", node)
 
 
 def _pad(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -314,7 +351,7 @@ ARRAY_CALLS: dict[Any, Any] = {
     **{f: _split(f, axis, even) for f, (axis, even) in SPLITS.items()},
     **{f: _join(how) for f, how in JOINS.items()},
     np.append: _append, np.average: _average, np.select: _select, np.gradient: _gradient,
-    np.pad: _pad,
+    np.pad: _pad, np.real_if_close: _real_if_close,
     np.diff: _checked(np.diff, ("prepend", "append")),
     np.roll: _checked(np.roll), np.rot90: _checked(np.rot90), np.take: _checked(np.take),
     np.partition: _checked(np.partition), np.sort: _checked(np.sort),

@@ -19,6 +19,7 @@ from srcgrad.ir import Const, Pack, Var, const_expr, constant, value_expr
 from srcgrad.lowering_arrays import ARRAY_CALLS, SpecialCalls
 from srcgrad.runtime.primitives import NO_GRADIENT, PRIMITIVES, Primitive
 from srcgrad.runtime.rules import stop_gradient
+from srcgrad.runtime.rules.elementwise import MATH_PRIMITIVES
 from srcgrad.runtime.rules.linalg import sublist_subscripts
 from srcgrad.runtime.rules.solvers import result_parts
 from srcgrad.values import VALUE_CALLS, array_options, cast_value, lower_astype
@@ -38,13 +39,8 @@ CMPOPS = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: 
 _WORDS = {np.add: "plus", np.subtract: "minus", np.multiply: "times", np.divide: "over",
           np.matmul: "at", np.power: "pow", np.remainder: "mod", np.floor_divide: "div"}
 
-MATH = {math.exp: np.exp, math.log: np.log, math.sqrt: np.sqrt, math.sin: np.sin,
-        math.cos: np.cos, math.tan: np.tan, math.tanh: np.tanh, math.sinh: np.sinh,
-        math.cosh: np.cosh, math.asin: np.arcsin, math.acos: np.arccos, math.atan: np.arctan,
-        math.atan2: np.arctan2, math.hypot: np.hypot, math.log1p: np.log1p,
-        math.expm1: np.expm1, math.log10: np.log10, math.log2: np.log2, math.fabs: np.fabs,
-        math.pow: np.power, math.asinh: np.arcsinh, math.acosh: np.arccosh,
-        math.atanh: np.arctanh, math.floor: np.floor, math.ceil: np.ceil}
+# math functions run as Python runs them (their errors, a float), with NumPy's rules.
+MATH = {**MATH_PRIMITIVES, math.floor: np.floor, math.ceil: np.ceil}
 BUILTIN_MATH = {builtins.abs: np.abs, builtins.pow: np.power}
 EFFECTS = {builtins.print}
 

@@ -59,10 +59,9 @@ REFUSED: dict[str, str] = {
         np.vectorize np.frompyfunc np.fromfunction np.fromiter np.apply_along_axis
         np.apply_over_axes np.piecewise"""),
     **_refuse("complex numbers (a later issue)", """
-        np.conj np.conjugate np.real np.imag np.angle np.iscomplex np.iscomplexobj np.isreal
-        np.isrealobj np.real_if_close np.sort_complex np.complex64 np.csingle np.complex128
-        np.cdouble np.complex256 np.clongdouble np.complexfloating np.linalg.eig
-        np.linalg.eigvals ndarray.conj ndarray.conjugate"""),
+        np.iscomplex np.iscomplexobj np.isreal np.isrealobj np.sort_complex np.complex64
+        np.csingle np.complex128 np.cdouble np.complex256 np.clongdouble np.complexfloating
+        np.linalg.eig np.linalg.eigvals ndarray.conj ndarray.conjugate"""),
     **_refuse("configuration, printing or errors, not array math", """
         np.errstate np.seterr np.geterr np.seterrcall np.geterrcall np.setbufsize np.getbufsize
         np.printoptions np.set_printoptions np.get_printoptions np.info np.get_include
@@ -79,7 +78,7 @@ REFUSED: dict[str, str] = {
         np.datetime64 np.timedelta64 np.datetime_as_string np.datetime_data np.busday_count
         np.busday_offset np.busdaycalendar np.is_busday np.isnat"""),
     **_refuse("deprecated, or removed in NumPy 2", """
-        np.row_stack np.trapz np.in1d np.alltrue np.sometrue np.product np.cumproduct np.round_
+        np.trapz np.in1d np.alltrue np.sometrue np.product np.cumproduct np.round_
         np.msort np.asfarray np.mat np.float_ np.cfloat np.complex_ np.clongfloat np.longcomplex
         np.longfloat np.singlecomplex np.string_ np.unicode_ np.fastCopyAndTranspose np.who
         np.find_common_type np.issctype np.issubclass_ np.issubsctype np.maximum_sctype

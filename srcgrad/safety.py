@@ -33,12 +33,13 @@ class SafetyNet:
         When it fails, the plain function decides: if that raises, its error is the answer
         (the compiled one when of the same kind: its traceback shows the generated line).
         If not, the eager engine cannot run the call either, and that is a CompileError
-        naming both reasons (an error NumPy would not raise never reaches the user), except
+        naming the reasons (an error NumPy would not raise never reaches the user), except
         ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for."""
         from srcgrad.fallback import eager_transform, plain_error
         try:
-            return eager_transform(self._target, self.kind, values, self.wrt, self._single,
-                                   self._call)
+            result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
+                                     self._call)
+            return (result[0], self._eager_backward(result[1])) if self.kind == "vjp" else result
         except (MemoryError, CompileError):
             raise
         except Exception as exc:
@@ -47,8 +48,13 @@ class SafetyNet:
                 raise (compiled if type(compiled) is type(error) else error) from None
             if isinstance(exc, NonScalarOutput):          # grad of a non-scalar result
                 raise (compiled if isinstance(compiled, ValueError) else exc) from None
+            if getattr(compiled, "not_compiled", False):  # a refusal made at run time
+                raise CompileError(f"srcgrad does not compile {self._name} for these "
+                                   f"arguments: {compiled}") from None
             if type(compiled) is type(exc) and isinstance(exc, _REFUSALS):
-                raise compiled from None                  # both refuse alike
+                raise CompileError(                       # both refuse alike; NumPy does not
+                    f"srcgrad cannot differentiate {self._name} with these arguments: both "
+                    f"engines raised {type(exc).__name__}: {exc}") from compiled
             if compiled is not None:
                 raise CompileError(f"internal error: the compiled code of {self._name} raised "
                                    f"{type(compiled).__name__}: {compiled}, and the eager "
@@ -57,6 +63,19 @@ class SafetyNet:
             reason = self.fallback_reason or "its compiled code failed"
             raise CompileError(f"the eager engine cannot run {self._name} either "
                                f"({type(exc).__name__}: {exc}); {reason}") from exc
+
+    def _eager_backward(self, backward: Callable) -> Callable:
+        """The eager vjp's backward function: the forward pass ran as NumPy does, so an
+        error of the backward pass is srcgrad's, said as a CompileError."""
+        def vjp_fn(cotangent: Any) -> Any:
+            try:
+                return backward(cotangent)
+            except PASS_THROUGH:
+                raise
+            except Exception as exc:
+                raise CompileError(f"the eager engine cannot differentiate {self._name} "
+                                   f"({type(exc).__name__}: {exc})") from exc
+        return vjp_fn
 
     def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
@@ -95,8 +114,13 @@ class SafetyNet:
         return (value, grads) if self.kind == "value_and_grad" else grads
 
     def _internal_error(self, exc: Exception, key: Any) -> None:
-        message = (f"internal error: the compiled code of {self._name} raised "
-                   f"{type(exc).__name__}: {exc}, where the eager engine does not")
+        if getattr(exc, "not_compiled", False):     # a refusal the lowering could not make
+            message = f"the compiled code of {self._name} does not model these arguments: {exc}"
+            if self.strict:
+                raise CompileError(message) from None
+        else:
+            message = (f"internal error: the compiled code of {self._name} raised "
+                       f"{type(exc).__name__}: {exc}, where the eager engine does not")
         if self.strict:
             raise CompileError(message + "; please report it") from exc
         self._eager_keys.add(key)

@@ -29,6 +29,7 @@ import numpy as np
 from srcgrad import lowering_tables as T
 from srcgrad.refusals import REFUSED, REFUSED_NAMESPACES
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
+from srcgrad.runtime.rules.elementwise import MATH_TWINS
 
 __all__ = ["CONSTRUCTS", "Entry", "REFUSED", "REFUSED_NAMESPACES", "classify", "constructs",
            "python_calls", "operators", "public_surface", "scipy_special", "stale", "surface",
@@ -278,8 +279,9 @@ def operators() -> list[tuple[str, str, str]]:
 def python_calls() -> list[tuple[str, str]]:
     """(a ``math`` function or builtin, what the compiler makes of it)."""
     from srcgrad.calls import Calls
-    rows = [(f"math.{f.__name__}", f"np.{g.__name__} ({_rule_of(g)})")
-            for f, g in T.MATH.items()]
+    rows = [(f"math.{f.__name__}", f"{g.name} (Python's function, the rules of "
+             f"np.{MATH_TWINS[f].__name__})" if isinstance(g, Primitive)
+             else f"np.{g.__name__} ({_rule_of(g)})") for f, g in T.MATH.items()]
     rows += [(f"{f.__name__}()", f"np.{g.__name__} ({_rule_of(g)})")
              for f, g in T.BUILTIN_MATH.items()]
     special = sorted({n.attr for n in ast.walk(_source_tree(Calls.call))

@@ -256,6 +256,7 @@ for _name, _domain in {
         "cbrt": "away", "square": "real", "reciprocal": "away", "deg2rad": "real",
         "rad2deg": "real", "degrees": "real", "radians": "real", "sinc": "away",
         "nan_to_num": "real", "real": "real", "conj": "real", "conjugate": "real",
+        "real_if_close": "real", "imag": "real", "angle": "away",
 }.items():
     TABLE[_name] = unary(_domain)
 for _name in ("floor", "ceil", "trunc", "rint", "sign", "signbit", "fix", "around", "round"):
@@ -376,7 +377,9 @@ TABLE["stack"] = calls(*[(f"axis={a}", "x, y", f"np.stack([x, y], axis={a})", ("
                        ("floats", "x, y", "np.stack([x, y])", ("float", "float")))
 for _name in ("hstack", "vstack", "dstack", "column_stack", "row_stack"):
     TABLE[_name] = calls(("1d", "x, y", "np.{name}([x, y])", ("1d", "1d")),
-                         ("2d", "x, y", "np.{name}((x, y))", ("2d", "2d")))
+                         ("2d", "x, y", "np.{name}((x, y))", ("2d", "2d")),
+                         ("one 2d array", "x", "np.{name}(x)", ("2d",)),
+                         ("one 3d array", "x", "np.{name}(x)", ("3d",)))
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
     TABLE[_name] = calls(*_u("np.{name}(x)", ("float", "float"), ("0d", "0d"), ("1d", "1d"),
                              ("2d", "2d")))

@@ -114,6 +114,10 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "nll_loss_grad": ([r(4)], {"target": np.array([0, 2, -100, 1]), "shape": (4, 3),
                                "reduction": "none"}),
     "addmm": ([r(4), r(2, 3), r(3, 4)], {}),
+    "normal_cdf": ([r(3, 4, lo=-3, hi=3)], {}),
+    "gelu": ([r(3, 4, lo=-3, hi=3)], {"approximate": "none"}),
+    "softplus": ([away(8) * 3], {"beta": 2.0, "threshold": 4.0}),
+    "leaky_relu": ([away(6)], {"negative_slope": 0.1}),
 }
 
 # Products, diagonals, norms and factorizations (own generator: the samples above keep theirs).
@@ -192,6 +196,16 @@ SAMPLES.update({
     "atleast_3d": ([_c(2, 3)], {}),
     "split_piece": ([_c(3, 7)], {"sections": 3, "axis": 1, "k": 0, "even": False}),
     "joined": ([_c(3), _c(3), _c(3)], {"how": "column_stack"}),
+    "joined_rows": ([_c(3, 2, 4)], {"how": "hstack"}),
+    # Python's math functions (runtime/rules/elementwise.py): of 0-d arrays, inside domains
+    **{f"math_{name}": ([np.array(v) for v in values], {}) for name, values in {
+        "exp": (0.3,), "log": (1.7,), "sqrt": (2.2,), "sin": (0.4,), "cos": (0.4,),
+        "tan": (0.4,), "tanh": (0.4,), "sinh": (0.4,), "cosh": (0.4,), "asin": (0.3,),
+        "acos": (0.3,), "atan": (0.6,), "atan2": (0.6, -1.3), "hypot": (0.6, -1.3),
+        "log1p": (0.7,), "expm1": (0.7,), "log10": (1.7,), "log2": (1.7,), "fabs": (-0.6,),
+        "pow": (1.7, 1.3), "asinh": (0.4,), "acosh": (1.6,), "atanh": (0.4,)}.items()},
+    "real": ([_c(3, 2)], {}), "imag": ([_c(4)], {}), "conjugate": ([_c(2, 3)], {}),
+    "angle": ([_c(5)], {"deg": True}),
     "diff": ([_c(3, 5)], {"n": 2, "axis": 1, "prepend": 0.5}),
     "pad": ([_c(3, 4)], {"pad_width": ((1, 2), (3, 1)), "mode": "reflect"}),
     "rot90": ([_c(2, 3, 4)], {"k": 3, "axes": (2, 0)}),
@@ -263,6 +277,8 @@ def _coverage_torch(t):
         "nanmean": lambda x, axis, keepdims: t.nanmean(x, axis, keepdim=keepdims),
         "atleast_1d": t.atleast_1d, "atleast_2d": t.atleast_2d, "atleast_3d": t.atleast_3d,
         "joined": lambda *xs, how: t.column_stack(xs),
+        "joined_rows": lambda x, how: t.hstack(tuple(x)),
+        "real": t.real, "conjugate": t.conj,
         "rot90": lambda x, k, axes: t.rot90(x, k, axes), "fliplr": t.fliplr,
         "flipud": t.flipud, "sort": lambda x, axis: t.sort(x, axis).values,
         "quantile": lambda a, q, axis: t.quantile(a, q, dim=axis),
@@ -336,6 +352,10 @@ def _torch_equivalents():
         "nll_loss": lambda x, target, reduction: F.nll_loss(x, t.as_tensor(target),
                                                              reduction=reduction),
         "addmm": t.addmm,
+        "normal_cdf": lambda x: t.special.ndtr(x),
+        "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
+        "softplus": lambda x, beta, threshold: F.softplus(x, beta=beta, threshold=threshold),
+        "leaky_relu": lambda x, negative_slope: F.leaky_relu(x, negative_slope),
         "inner": t.inner, "kron": t.kron,
         "cross": lambda a, b: t.linalg.cross(*t.broadcast_tensors(a, b)),
         "diagonal": lambda x, offset, axis1, axis2: t.diagonal(x, offset, axis1, axis2),

@@ -37,17 +37,19 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Ten
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    return (input * beta).logaddexp(0.0) / beta
+    return apply(R.softplus, "SoftplusBackward0", (input,),
+                 {"beta": beta, "threshold": threshold})
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    from srcgrad.runtime.ops import where
-    return where(input > 0, input, input * negative_slope)
+    out = apply(R.leaky_relu, "LeakyReluBackward0", (input,), {"negative_slope": negative_slope})
+    return input.copy_(out) if inplace else out
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    c = float(np.sqrt(2.0 / np.pi))
-    return 0.5 * input * (1 + (c * (input + 0.044715 * input ** 3)).tanh())
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return apply(R.gelu, "GeluBackward0", (input,), {"approximate": approximate})
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -38,8 +38,10 @@ def repeat_grad(g, shape, repeats, axis=None):
         out = np.zeros((n,) + moved.shape[1:], dtype=g.dtype)
         np.add.at(out, owner, moved)
         return np.reshape(out, shape) if axis is None else np.moveaxis(out, 0, axis)
-    if axis is None:
-        return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), shape)
+    repeats = int(np.reshape(repeats, -1)[0]) if np.ndim(repeats) else repeats
+    if axis is None:        # the count spelt out: -1 is ambiguous for an empty result
+        size = int(np.prod(shape))
+        return np.reshape(np.sum(np.reshape(g, (size, repeats)), axis=1), shape)
     axis = axis % len(shape)
     split = tuple(shape[:axis]) + (shape[axis], repeats) + tuple(shape[axis + 1:])
     return np.sum(np.reshape(g, split), axis=axis + 1)

@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from srcgrad.runtime.primitives import defvjp, helper, primitive
+from srcgrad.runtime.rules.linalg import cofactors
 
 __all__ = ["triangle_grad", "cholesky_grad", "eigh_grad", "svd_grad", "qr_grad", "eigh_values",
            "eigh_vectors", "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "slogdet_sign",
-           "slogdet_logabsdet"]
+           "slogdet_logabsdet", "logdet_grad"]
 
 
 @helper
@@ -185,8 +186,18 @@ def slogdet_logabsdet(a):
 
 
 defvjp(slogdet_sign, None)
-defvjp(slogdet_logabsdet, lambda g, ans, a: np.expand_dims(g, (-2, -1))
-       * np.swapaxes(np.linalg.inv(a), -1, -2))
+@helper
+def logdet_grad(a):
+    """``inv(a)^T``, the gradient of ``log|det(a)|``.  Of a singular matrix (whose log|det| is
+    -inf) the cofactors over ``det(a) = 0``: infinite (or nan), as the gradient of log at 0."""
+    try:
+        return np.swapaxes(np.linalg.inv(a), -1, -2)
+    except np.linalg.LinAlgError:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return cofactors(a) / np.expand_dims(np.linalg.det(a), (-2, -1))
+
+
+defvjp(slogdet_logabsdet, lambda g, ans, a: np.expand_dims(g, (-2, -1)) * logdet_grad(a))
 
 
 # The value-only spellings: one primitive each, the rules of the tuple-returning ones.

@@ -1,5 +1,6 @@
 """Elementwise rules: unary functions, piecewise constants (zero gradient), binary
-operators (broadcasting is undone centrally), comparisons and logic (no gradient)."""
+operators (broadcasting is undone centrally), comparisons and logic (no gradient), the
+complex-number functions of real values, and Python's ``math`` functions."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import numpy as np
 
 from srcgrad.runtime.primitives import (
     NO_GRADIENT,
+    NotCompiled,
+    Primitive,
     bind_numpy,
     defvjp,
+    helper,
     lookup,
     primitive,
 )
@@ -29,8 +33,9 @@ defvjp(np.sqrt, lambda g, ans, x: g / (2 * ans), dtype_rule="float")
 defvjp(np.cbrt, lambda g, ans, x: g / (3 * ans * ans), dtype_rule="float")
 defvjp(np.square, lambda g, ans, x: g * 2 * x)
 defvjp(np.reciprocal, lambda g, ans, x: -g * ans * ans, dtype_rule="float")
-defvjp(np.abs, lambda g, ans, x: g * np.sign(x))
-defvjp(np.fabs, lambda g, ans, x: g * np.sign(x), dtype_rule="float")
+# Masks select (np.where): an infinite cotangent where a mask is 0 gives 0, not inf * 0 = nan.
+defvjp(np.abs, lambda g, ans, x: np.where(x == 0, 0, g * np.sign(x)))
+defvjp(np.fabs, lambda g, ans, x: np.where(x == 0, 0, g * np.sign(x)), dtype_rule="float")
 defvjp(np.sin, lambda g, ans, x: g * np.cos(x), dtype_rule="float")
 defvjp(np.cos, lambda g, ans, x: -g * np.sin(x), dtype_rule="float")
 defvjp(np.tan, lambda g, ans, x: g * (1 + ans * ans), dtype_rule="float")
@@ -61,7 +66,7 @@ def relu(x):
 
 
 defvjp(sigmoid, lambda g, ans, x: g * ans * (1 - ans))
-defvjp(relu, lambda g, ans, x: g * (ans > 0))
+defvjp(relu, lambda g, ans, x: np.where(ans > 0, g, 0))
 
 # Piecewise constant: a zero gradient (PyTorch records a node that returns zeros).
 for _f in (np.sign, np.floor, np.ceil, np.trunc, np.rint):
@@ -117,11 +122,13 @@ defvjp(np.remainder, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.floor_
 defvjp(np.fmod, lambda g, ans, x, y: g, lambda g, ans, x, y: -g * np.trunc(x / y))
 defvjp(np.where, None, lambda g, ans, c, x, y: np.where(c, g, 0),
        lambda g, ans, c, x, y: np.where(c, 0, g), nin=3, broadcasts=True)
-defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None: g * clip_mask(x, lo=a_min, hi=a_max),
+defvjp(np.clip, lambda g, ans, x, a_min=None, a_max=None:
+       np.where(clip_mask(x, lo=a_min, hi=a_max), g, 0),
        lambda g, ans, x, a_min=None, a_max=None:
-       g * clip_bound_mask(x, lo=a_min, hi=a_max, bound="lo"),
+       np.where(clip_bound_mask(x, lo=a_min, hi=a_max, bound="lo"), g, 0),
        lambda g, ans, x, a_min=None, a_max=None:
-       g * clip_bound_mask(x, lo=a_min, hi=a_max, bound="hi"), nin=3, broadcasts=True)
+       np.where(clip_bound_mask(x, lo=a_min, hi=a_max, bound="hi"), g, 0), nin=3,
+       broadcasts=True)
 
 # sinc' = (cos(pi x) - sinc(x)) / x, and its Taylor series near 0 (exact there, and smooth:
 # the second derivative at 0 is right too).
@@ -155,3 +162,70 @@ NO_GRADIENT.update({
     np.nanargmax: _INDICES, np.nanargmin: _INDICES, np.argpartition: _INDICES,
     np.lexsort: _INDICES, np.round: _CONSTANT, np.around: _CONSTANT, np.fix: _CONSTANT,
 })
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy's complex-number functions of real values: ``real``, ``imag``, ``conj``/``conjugate``,
+# ``angle``, ``real_if_close``.  Of a real value the real part, the conjugate and
+# ``real_if_close`` are the value itself (its gradient passes; ``real_if_close`` is ``real``: of
+# a real array both share its memory), the imaginary part is zeros and the angle 0 or pi (no
+# gradient).  The primal is NumPy's own call.  Complex values are a later issue: a gradient
+# through one is refused by the rule (a CompileError through the safety net, a TypeError in the
+# eager engine), never treated as real.
+
+@helper
+def real_only(g, x, name):
+    """``g``, the gradient through ``np.<name>(x)``, when ``x`` (and ``g``) are real; complex
+    values are refused: srcgrad does not differentiate them yet.  (A Tensor, when the rule
+    is differentiated itself, is tested by its array.)"""
+    if np.iscomplexobj(getattr(x, "_data", x)) or np.iscomplexobj(getattr(g, "_data", g)):
+        raise NotCompiled(f"np.{name} of complex values: srcgrad does not differentiate "
+                          "complex numbers yet")
+    return g
+
+
+defvjp(np.real, lambda g, ans, val: real_only(g, val, "real"), nin=1, dtype_rule="same")
+defvjp(np.conjugate, lambda g, ans, x: real_only(g, x, "conjugate"), dtype_rule="same")
+defvjp(np.imag, lambda g, ans, val: np.zeros_like(real_only(g, val, "imag")), nin=1,
+       dtype_rule="same")
+defvjp(np.angle, lambda g, ans, z, deg=False: np.zeros_like(real_only(g, z, "angle")), nin=1,
+       dtype_rule="float")
+
+
+def _real_if_close(a, tol=100):
+    """Of a real array ``np.real_if_close`` returns the array itself: ``np.real``'s view (a
+    write through it shows in ``a``, as the alias analysis knows of ``real``)."""
+    return lookup(np.real)(a)
+
+
+bind_numpy(np.real_if_close, lookup(np.real), _real_if_close)
+
+
+# ---------------------------------------------------------------------------------------------
+# Python's ``math`` functions as primitives: ``math.log(x)`` runs as Python runs it.  Python's
+# function raises where NumPy's gives nan or inf (``math.log(-1.0)``: ValueError,
+# ``math.exp(1000.0)``: OverflowError) and returns a float, so each is a primitive of its own
+# that calls it, with the rules of its NumPy twin.  The compiler prints ``math.log(x)`` and never
+# drops it as dead code: its error is part of what the program does.
+
+MATH_TWINS = {
+    math.exp: np.exp, math.log: np.log, math.sqrt: np.sqrt, math.sin: np.sin,
+    math.cos: np.cos, math.tan: np.tan, math.tanh: np.tanh, math.sinh: np.sinh,
+    math.cosh: np.cosh, math.asin: np.arcsin, math.acos: np.arccos, math.atan: np.arctan,
+    math.atan2: np.arctan2, math.hypot: np.hypot, math.log1p: np.log1p, math.expm1: np.expm1,
+    math.log10: np.log10, math.log2: np.log2, math.fabs: np.fabs, math.pow: np.power,
+    math.asinh: np.arcsinh, math.acosh: np.arccosh, math.atanh: np.arctanh,
+}
+"""Each ``math`` function → the NumPy function whose derivative rules it shares."""
+
+
+def _math_primitive(fun: object, twin: object) -> Primitive:
+    rules = lookup(twin)
+    prim = primitive(fun, name=f"math_{fun.__name__}", nin=rules.nin, elementwise=True,
+                     dtype_rule="float")
+    return defvjp(prim, *rules.vjps)
+
+
+MATH_PRIMITIVES: dict[object, Primitive] = {
+    f: _math_primitive(f, twin) for f, twin in MATH_TWINS.items()}
+"""Each ``math`` function → its primitive (``math_log`` …)."""

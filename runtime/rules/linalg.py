@@ -155,8 +155,33 @@ defvjp(np.linalg.solve, lambda g, ans, a, b: solve_grad(g, ans, a, b, True),
        lambda g, ans, a, b: solve_grad(g, ans, a, b, False), nin=2, dtype_rule="float")
 defvjp(np.linalg.inv, lambda g, ans, x: -np.matmul(
     np.swapaxes(ans, -1, -2), np.matmul(g, np.swapaxes(ans, -1, -2))), nin=1, dtype_rule="float")
-defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g * ans, (-2, -1))
-       * np.swapaxes(np.linalg.inv(x), -1, -2), nin=1, dtype_rule="float")
+@helper
+def cofactors(x):
+    """The cofactor matrix of ``x`` (of each matrix of a stack): ``adj(x)^T``, the gradient of
+    ``det(x)``.  From the SVD ``x = U diag(s) Vh``: ``det(U) det(Vh) U diag(p) Vh`` with
+    ``p_i`` the product of the other singular values, so a singular matrix has one too."""
+    u, s, vh = np.linalg.svd(x)
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s[..., 1:], axis=-1)], axis=-1),
+                               axis=-1), axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * np.matmul(u * (before * after)[..., None, :], vh)
+
+
+@helper
+def det_grad(x, ans):
+    """``det(x) inv(x)^T``, the gradient of ``det(x)``; the cofactors where ``x`` is singular
+    (NumPy's det is 0 there, and its gradient the adjugate's transpose)."""
+    try:
+        inverse = np.linalg.inv(x)
+    except np.linalg.LinAlgError:
+        return cofactors(x)
+    return np.expand_dims(ans, (-2, -1)) * np.swapaxes(inverse, -1, -2)
+
+
+defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g, (-2, -1)) * det_grad(x, ans), nin=1,
+       dtype_rule="float")
 
 
 # NumPy 2's array-API spellings: ``np.linalg.matmul``, ``tensordot``, ``outer``, ``vecdot``,

@@ -3,6 +3,8 @@ PyTorch."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from srcgrad.runtime.primitives import (
@@ -59,6 +61,46 @@ def nll_loss_grad(g, *, target, shape, reduction="mean", ignore_index=-100):
     return out
 
 
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+@primitive(dtype_rule="float")
+def normal_cdf(x):
+    """Φ(x), the standard normal CDF (``math.erf`` elementwise: SciPy stays optional)."""
+    import math
+    x = np.asarray(x)
+    erf = np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0))
+    return (0.5 * (1.0 + erf)).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
+@primitive(dtype_rule="float")
+def gelu(x, *, approximate="none"):
+    """PyTorch's GELU: ``x Φ(x)``, or its tanh approximation."""
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
+    return x * normal_cdf(x)
+
+
+def _gelu_slope(x, approximate):
+    if approximate == "tanh":
+        t = np.tanh(_GELU_C * (x + 0.044715 * x ** 3))
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 0.134145 * x * x)
+    return normal_cdf(x) + x * np.exp(-0.5 * x * x) / _SQRT_2PI
+
+
+@primitive(dtype_rule="float")
+def softplus(x, *, beta=1.0, threshold=20.0):
+    """PyTorch's softplus: ``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    bx = x * beta
+    return np.where(bx > threshold, x, np.logaddexp(bx, 0.0) / beta)
+
+
+@primitive()
+def leaky_relu(x, *, negative_slope=0.01):
+    return np.where(x > 0, x, x * negative_slope)
+
+
 @primitive(nin=3)
 def addmm(c, a, b):
     """``c + a @ b`` (``nn.Linear`` on a batch)."""
@@ -78,6 +120,12 @@ defvjp(nll_loss, lambda g, ans, logp, target, reduction="mean", ignore_index=-10
                      ignore_index=ignore_index))
 defvjp(nll_loss_grad, lambda g, ans, gy, target, shape, reduction="mean", ignore_index=-100:
        nll_loss(g, target=target, reduction=reduction, ignore_index=ignore_index))  # linear map
+defvjp(normal_cdf, lambda g, ans, x: g * np.exp(-0.5 * x * x) / _SQRT_2PI)
+defvjp(gelu, lambda g, ans, x, approximate="none": g * _gelu_slope(x, approximate))
+defvjp(softplus, lambda g, ans, x, beta=1.0, threshold=20.0:
+       np.where(x * beta > threshold, g, g * sigmoid(x * beta)))
+defvjp(leaky_relu, lambda g, ans, x, negative_slope=0.01:
+       np.where(x > 0, g, g * negative_slope))
 defvjp(addmm, lambda g, ans, c, a, b: g,
        lambda g, ans, c, a, b: np.matmul(g, np.swapaxes(b, -1, -2)),
        lambda g, ans, c, a, b: np.matmul(np.swapaxes(a, -1, -2), g), broadcasts=True)

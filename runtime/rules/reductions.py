@@ -25,13 +25,14 @@ def _extremum_vjp(g, ans, x, axis=None, keepdims=False):
     """max/min: the gradient is shared equally between tied extrema (as PyTorch's ``max()``)."""
     hit = x == unreduce(ans, shape=x.shape, axis=axis, keepdims=keepdims)
     count = np.sum(hit, axis=axis, keepdims=keepdims)
-    return unreduce(g / count, shape=x.shape, axis=axis, keepdims=keepdims) * hit
+    return np.where(hit, unreduce(g / count, shape=x.shape, axis=axis, keepdims=keepdims), 0)
 
 
 def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
     n = numel(x.shape) / numel(ans.shape) - ddof
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    return unreduce(g * (2 / n), shape=x.shape, axis=axis, keepdims=keepdims) * centred
+    scale = np.divide(2.0, n)        # NumPy's division: no values (n = 0) give inf, not an error
+    return unreduce(g * scale, shape=x.shape, axis=axis, keepdims=keepdims) * centred
 
 
 def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):

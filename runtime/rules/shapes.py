@@ -24,13 +24,15 @@ from srcgrad.runtime.primitives import (
 from srcgrad.runtime.rules.arrays import concatenate
 from srcgrad.runtime.rules.core import along, getitem, numel, unindex
 
-__all__ = ["split_piece", "joined", "split_index", "join_index", "section_count",
-           "carries_gradient", "ATLEAST", "JOINS", "SPLITS", "PAD_MODES", "pad_options",
-           "diff_grad", "pad_source", "rollaxis_back"]
+__all__ = ["split_piece", "joined", "joined_rows", "rows_source", "split_index", "join_index",
+           "section_count", "carries_gradient", "ATLEAST", "JOINS", "SPLITS", "PAD_MODES",
+           "pad_options", "diff_grad", "pad_source", "rollaxis_back"]
 
 ATLEAST = {1: np.atleast_1d, 2: np.atleast_2d, 3: np.atleast_3d}
 JOINS = {np.hstack: "hstack", np.vstack: "vstack", np.dstack: "dstack",
          np.column_stack: "column_stack"}
+if hasattr(np, "row_stack"):              # vstack's old name (deprecated in NumPy 2.0)
+    JOINS[np.row_stack] = "vstack"
 SPLITS = {np.split: (0, True), np.array_split: (0, False), np.hsplit: ("h", True),
           np.vsplit: ("v", True), np.dsplit: ("d", True)}
 """NumPy's split functions → (axis, or the letter of hsplit/vsplit/dsplit; whether the
@@ -158,8 +160,8 @@ def join_index(how, argnum, *shapes):
         shape = tuple(shape)
         if len(shape) >= nd:
             return shape
-        if nd == 2:
-            return (1,) * (2 - len(shape)) + shape
+        if nd < 3:
+            return (1,) * (nd - len(shape)) + shape
         return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
     if how == "column_stack":
         shapes = [tuple(s) + (1,) if len(s) == 1 else at_least(s, 2) for s in shapes]
@@ -185,11 +187,31 @@ defvjp_argnum(joined, lambda argnum, g, ans, *xs, how: np.reshape(getitem(
               reads={"xs": "meta"})
 
 
+@helper
+def rows_source(how, shape):
+    """For each entry of ``np.<how>(x)`` of an array ``x`` of ``shape`` (NumPy joins its
+    rows ``x[0], x[1], …``): the flat position of the entry of ``x`` it copies."""
+    return getattr(np, how)(np.reshape(np.arange(numel(shape)), shape))
+
+
+@primitive
+def joined_rows(x, *, how):
+    """``np.<how>(x)`` of one array (not a list of them): NumPy joins its rows."""
+    return getattr(np, how)(x)
+
+
+defvjp(joined_rows, lambda g, ans, x, how: np.reshape(unindex(
+    np.reshape(g, (-1,)), index=np.reshape(rows_source(how, x.shape), (-1,)),
+    shape=(numel(x.shape),)), x.shape))
+
+
 def _join_adapter(how):
     def call(tup, *, dtype=None, casting="same_kind"):
         if dtype is not None or casting != "same_kind":
             raise TypeError(f"np.{how}() arguments dtype and casting are not supported by "
                             "srcgrad")
+        if hasattr(tup, "shape") and hasattr(tup, "ndim"):     # one array: its rows
+            return joined_rows(tup, how=how)
         return joined(*tup, how=how)
     return call
 
@@ -215,7 +237,7 @@ def diff_grad(g, shape, n, axis, prepend=None, append=None):
     """Gradient of ``np.diff(x, n, axis, prepend, append)`` for ``x`` of ``shape``."""
     axis = np.lib.array_utils.normalize_axis_index(axis, len(shape))
     for _ in range(n):
-        zero = np.zeros_like(g[along(axis, slice(0, 1))])
+        zero = np.zeros(g.shape[:axis] + (1,) + g.shape[axis + 1:], dtype=g.dtype)
         g = -np.diff(np.concatenate([zero, g, zero], axis=axis), axis=axis)
     before = 0 if prepend is None else 1 if np.ndim(prepend) == 0 else np.shape(prepend)[axis]
     return g[along(axis, slice(before, before + shape[axis]))]

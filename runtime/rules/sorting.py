@@ -76,12 +76,13 @@ defvjp(np.take_along_axis, lambda g, ans, arr, indices, axis=-1:
 def order_weights(n, q, ndim, axis):
     """How much each order statistic of ``n`` values weighs in the ``q`` quantile (NumPy's
     linear method), laid along ``axis`` of an array of ``ndim`` dimensions."""
-    pos = q * (n - 1)
-    lo = min(int(np.floor(pos)), n - 1)
-    hi = min(lo + 1, n - 1)
     w = np.zeros(n)
-    w[lo] += 1.0 - (pos - lo)
-    w[hi] += pos - lo
+    if n:                       # of no values the quantile is nan, with nothing to weigh
+        pos = q * (n - 1)
+        lo = min(int(np.floor(pos)), n - 1)
+        hi = min(lo + 1, n - 1)
+        w[lo] += 1.0 - (pos - lo)
+        w[hi] += pos - lo
     return np.reshape(w, [n if k == axis % ndim else 1 for k in range(ndim)])
 
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import bind_numpy, defvjp, helper, lookup, primitive, sum_to
+from srcgrad.runtime.primitives import (
+    NotCompiled,
+    bind_numpy,
+    defvjp,
+    helper,
+    lookup,
+    primitive,
+    sum_to,
+)
 from srcgrad.runtime.rules.core import along, unreduce
 from srcgrad.runtime.rules.shapes import carries_gradient
 
@@ -186,7 +194,7 @@ def vector_gradient(f, *, edge_order=1):
     """``np.gradient(f, edge_order=edge_order)`` of a 1-D ``f`` (of an N-d one NumPy returns a
     tuple, which this refuses)."""
     if np.ndim(f) != 1:
-        raise TypeError("np.gradient without axis= returns a tuple for an N-d array; srcgrad "
+        raise NotCompiled("np.gradient without axis= returns a tuple for an N-d array; srcgrad "
                         "compiles it for 1-D arrays only (give axis=)")
     return np.gradient(f, edge_order=edge_order)
 

@@ -75,7 +75,7 @@ def logistic_regression_grad(w, b, x, y):
     logistic_regression = np.mean(plus)
     check_scalar(logistic_regression)
     # adjoint of snapshot_functions.py:16  return np.mean(np.log1p(np.exp(-z)) + (1 - y) * z)
-    d_plus = 1.0 / numel_or_one(plus.shape)
+    d_plus = 1.0 / numel_or_one(np.shape(plus))
     d_plus = np.full(np.shape(plus), d_plus)
     d_log1p_exp_z_neg = unbroadcast(d_plus, np.shape(log1p_exp_z_neg))
     d_v_1_minus_y_times_z = unbroadcast(d_plus, np.shape(v_1_minus_y_times_z))
@@ -86,5 +86,5 @@ def logistic_regression_grad(w, b, x, y):
     # adjoint of snapshot_functions.py:15  z = x @ w + b
     d_x_at_w = unbroadcast(d_z, np.shape(x_at_w))
     d_b = unbroadcast(d_z, np.shape(b))
-    d_w = matmul_rhs_grad(d_x_at_w, x, b_shape=w.shape)
+    d_w = matmul_rhs_grad(d_x_at_w, x, b_shape=np.shape(w))
     return (match_input(d_w, w), match_input(d_b, b))

@@ -91,17 +91,17 @@ def mlp_loss_grad(params, x, y):
     mlp_loss = np.mean(pred_minus_y_pow)
     check_scalar(mlp_loss)
     # adjoint of snapshot_functions.py:10  return np.mean((pred - y) ** 2)
-    d_pred_minus_y_pow = 1.0 / numel_or_one(pred_minus_y_pow.shape)
+    d_pred_minus_y_pow = 1.0 / numel_or_one(np.shape(pred_minus_y_pow))
     d_pred_minus_y = d_pred_minus_y_pow * 2 * pred_minus_y
     d_pred = unbroadcast(d_pred_minus_y, np.shape(pred))
     # adjoint of snapshot_functions.py:9  pred = h @ params["W2"] + params["b2"]
     d_h_at_W2 = unbroadcast(d_pred, np.shape(h_at_W2))
     d_b2 = unbroadcast(d_pred, np.shape(b2))
-    d_h = matmul_lhs_grad(d_h_at_W2, W2, a_shape=h.shape)
-    d_W2 = matmul_rhs_grad(d_h_at_W2, h, b_shape=W2.shape)
+    d_h = matmul_lhs_grad(d_h_at_W2, W2, a_shape=np.shape(h))
+    d_W2 = matmul_rhs_grad(d_h_at_W2, h, b_shape=np.shape(W2))
     # adjoint of snapshot_functions.py:8  h = np.tanh(x @ params["W1"] + params["b1"])
     d_x_at_W1_plus_b1 = d_h * (1 - h * h)
     d_x_at_W1 = unbroadcast(d_x_at_W1_plus_b1, np.shape(x_at_W1))
     d_b1 = unbroadcast(d_x_at_W1_plus_b1, np.shape(b1))
-    d_W1 = matmul_rhs_grad(d_x_at_W1, x, b_shape=W1.shape)
+    d_W1 = matmul_rhs_grad(d_x_at_W1, x, b_shape=np.shape(W1))
     return {'W1': match_input(d_W1, W1), 'W2': match_input(d_W2, W2), 'b1': match_input(d_b1, b1), 'b2': match_input(d_b2, b2)}

@@ -134,7 +134,7 @@ def prefix_sums_if_42_then_vjp(decay, i, x, y):
         # adjoint of snapshot_functions.py:42  return (y,)
         d_y_1 = d_out[0]
         d_y = unbroadcast(index_put(d_y_1, 0, index=index_2), np.shape(y))
-        d_plus = unbroadcast(kept_writes(d_y_1, index_2, y.shape), plus_shape)
+        d_plus = unbroadcast(kept_writes(d_y_1, index_2, np.shape(y)), plus_shape)
         d_y_at_times_decay = unbroadcast(d_plus, y_at_times_decay_shape)
         d_x_at = unbroadcast(d_plus, x_at_shape)
         d_x = scatter_add(d_x, index_1, d_x_at)
@@ -218,5 +218,5 @@ def prefix_sums_grad(x, decay):
     d_y_1 = d_loop_39[0]
     # adjoint of snapshot_functions.py:38  y[0] = x[0]
     d_x_at = unbroadcast(getitem(d_y_1, index=0), np.shape(x_at))
-    d_x = d_x_sum + unindex(d_x_at, index=0, shape=x.shape)
+    d_x = d_x_sum + unindex(d_x_at, index=0, shape=np.shape(x))
     return (match_input(d_x, x), match_input(d_decay_sum, decay))

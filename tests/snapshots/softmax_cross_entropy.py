@@ -88,20 +88,20 @@ def softmax_cross_entropy_grad(w, x, labels):
     softmax_cross_entropy = -np.mean(sum_times)
     check_scalar(softmax_cross_entropy)
     # adjoint of snapshot_functions.py:24  return -np.mean(np.sum(labels * log_probs, axis=1))
-    d_sum_times = -1.0 / numel_or_one(sum_times.shape)
-    d_times = unreduce(d_sum_times, shape=times.shape, axis=1)
+    d_sum_times = -1.0 / numel_or_one(np.shape(sum_times))
+    d_times = unreduce(d_sum_times, shape=np.shape(times), axis=1)
     d_log_probs = unbroadcast(d_times * labels, np.shape(log_probs))
     # adjoint of snapshot_functions.py:23  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     d_shifted = unbroadcast(d_log_probs, np.shape(shifted))
     d_log_sum_1 = unbroadcast(-d_log_probs, np.shape(log_sum_1))
     d_sum_1 = d_log_sum_1 / sum_1
-    d_exp_shifted = unreduce(d_sum_1, shape=exp_shifted.shape, axis=1, keepdims=True)
+    d_exp_shifted = unreduce(d_sum_1, shape=np.shape(exp_shifted), axis=1, keepdims=True)
     d_shifted = d_shifted + d_exp_shifted * exp_shifted
     # adjoint of snapshot_functions.py:22  shifted = logits - np.max(logits, axis=1, keepdims=True)
     d_logits = unbroadcast(d_shifted, np.shape(logits))
     d_max_logits = unbroadcast(-d_shifted, np.shape(max_logits))
-    mask = logits == unreduce(max_logits, shape=logits.shape, axis=1, keepdims=True)
-    d_logits = d_logits + unreduce(d_max_logits / np.sum(mask, axis=1, keepdims=True), shape=logits.shape, axis=1, keepdims=True) * mask
+    mask = logits == unreduce(max_logits, shape=np.shape(logits), axis=1, keepdims=True)
+    d_logits = d_logits + np.where(mask, unreduce(d_max_logits / np.sum(mask, axis=1, keepdims=True), shape=np.shape(logits), axis=1, keepdims=True), 0)
     # adjoint of snapshot_functions.py:21  logits = x @ w
-    d_w = matmul_rhs_grad(d_logits, x, b_shape=w.shape)
+    d_w = matmul_rhs_grad(d_logits, x, b_shape=np.shape(w))
     return match_input(d_w, w)
