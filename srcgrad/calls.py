@@ -21,7 +21,7 @@ from srcgrad.aliases import WRITING_METHODS
 from srcgrad.callees import bind_call, draws, hint, is_library, is_random, is_transform, qualname
 from srcgrad.callees import table_get as _lookup
 from srcgrad.errors import CompileError
-from srcgrad.ir import Closure, Const, Pack, Stmt, Var, literal
+from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, literal
 from srcgrad.methods import Methods, user_method
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
 
@@ -38,6 +38,8 @@ class Calls(Methods):
             return self.lambda_call(node.func, node)
         if isinstance(node.func, ast.Attribute):
             receiver = self.new_instance(node.func.value) or self.expr(node.func.value)
+            if isinstance(receiver, Tree) and receiver.kind == "dict":
+                return self.dict_method(receiver, node)         # d.get('k'), d.items()
             if isinstance(receiver, Var) and receiver.name not in self.static:
                 return self.method(receiver, node.func.attr, node)
             if isinstance(receiver, Const):
@@ -61,6 +63,11 @@ class Calls(Methods):
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)
         if f is builtins.sum:
             return self.builtin_sum(node)
+        if f is builtins.dict:
+            return self.dict_call(node)
+        whole = self.dict_whole(f, node)
+        if whole is not None:                   # len(d), list(d), sorted(d) of a dict
+            return whole
         if f is builtins.max or f is builtins.min:
             return self.builtin_extremum(f, node)
         if f is T.STOP_GRADIENT:
@@ -161,8 +168,12 @@ class Calls(Methods):
         if node.keywords:
             raise self.error(f"{f.__name__}() with keyword arguments is not compiled", node)
         args = [self.expr(a) for a in node.args]
+        if len(args) == 1 and isinstance(args[0], Pack) and len(args[0].items) == 1:
+            return args[0].items[0]                   # max([v]) is v
         if len(args) == 1 and isinstance(args[0], Pack):
             args = args[0].items
+        elif len(args) == 1 and isinstance(args[0], Var) and not self.is_static(args[0]):
+            return self.chosen_item(f, args[0], node)
         if len(args) < 2:
             raise self.error(f"{f.__name__}() is compiled for two or more values (or a list "
                              "literal of them)", node)
@@ -173,6 +184,25 @@ class Calls(Methods):
         for other in args[1:]:
             result = self.numpy_call(pairwise, [result, other], {}, node)
         return result
+
+    def chosen_item(self, f: Any, items: Var, node: ast.AST) -> Var:
+        """``max(xs)`` of a list built at run time (a generator) or of an array's rows: the
+        item Python picks, found when the code runs by Python's own comparisons (the first
+        largest; NumPy raises for items of several elements, and max() for no items, as
+        they would), then read with its gradient."""
+        name = ast.Name(items.name, ast.Load())
+        pick = ast.Call(ast.Name(f.__name__, ast.Load()), [ast.Call(
+            ast.Name("range", ast.Load()), [ast.Call(ast.Name("len", ast.Load()), [name], [])],
+            [])], [ast.keyword("key", ast.Attribute(name, "__getitem__", ast.Load()))])
+        index = self.fresh(f"{f.__name__}_at")
+        self.static.add(index)
+        self.emit(Stmt(index, "static", expr=pick, uses=(items.name,)))
+        self.inline.add(index)
+        if self.is_runtime_list(items):
+            return self.emit(Stmt(self.fresh(f"{items.name}_{f.__name__}"), "listget",
+                                  args=[items], params={"index": Var(index)}, uses=(index,)))
+        return self.prim(T.lookup("getitem"), [items], {"index": Var(index)},
+                         f"{items.name}_{f.__name__}", node)
 
     def numpy_call(self, f: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         if f is np.power and len(args) == 2 and not kwargs and isinstance(args[1], Const) \
@@ -270,6 +300,13 @@ class Calls(Methods):
                              "which srcgrad does not compile (use the function that returns a "
                              "new array)", node)
         spec = T.METHODS.get(name)
+        if spec is None and name in ("get", "keys", "values", "items") and \
+                self.unknown_dict(receiver, node):
+            # the code for array arguments (an array has no .get): a dict argument's code is
+            # compiled at the call, from its structure
+            self._raise_at_run_time(node, f"srcgrad compiles .{name}() of a dict argument "
+                                    "for a differentiated (wrt) argument only")
+            return receiver
         if spec is None:
             what = ast.unparse(node.func.value)
             raise self.error(f"srcgrad cannot compile {what}.{name}(): .{name}() is not an "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import inspect
 import linecache
 from dataclasses import dataclass
 from typing import Any
@@ -167,19 +169,26 @@ class _ModuleBuilder:
     def fresh_global(self, base: str) -> str:
         return fresh_name(base, self.taken)
 
-    def vjp_name(self, callee: Any, label: str | None = None) -> str:
-        """The name of ``callee``'s vjp function, emitting it the first time."""
-        if callee in self.vjp_names:
-            return self.vjp_names[callee]
+    def vjp_name(self, callee: Any, label: str | None = None,
+                 inactive: frozenset[int] = frozenset()) -> str:
+        """The name of ``callee``'s vjp function, emitting it the first time; ``inactive``:
+        the positions of parameters no caller differentiates (a list of data, say), which
+        get no gradient (a vjp of its own for each such set)."""
+        key = (callee, inactive) if inactive else callee
+        if key in self.vjp_names:
+            return self.vjp_names[key]
         if callee in self.in_progress:
             raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
                                "yet)")
         block = isinstance(callee, Function)           # a branch or loop body
         base = label or callee.name if block else label or (
             callee.__name__ if callee.__name__ != "<lambda>" else "lambda")
-        name = self.vjp_names[callee] = self.fresh_global(f"{base}_vjp")
+        name = self.vjp_names[key] = self.fresh_global(f"{base}_vjp")
         self.in_progress.append(callee)
         ir = callee if block else lower_function(callee)
+        if inactive:
+            ir = copy.copy(ir)
+            ir.nondiff = set(ir.nondiff) | {p for i, p in enumerate(ir.params) if i in inactive}
         self.taken |= ir.used
         graph = build_graph(ir, [p for p in ir.params if p not in ir.nondiff], check=False)
         self.free.update(ir.free)
@@ -189,7 +198,11 @@ class _ModuleBuilder:
 
     def transform(self, ir: Function, graph: nx.DiGraph, kind: str, wrt: list[str],
                   single: bool, name: str | None = None) -> str:
-        em = Emitter(ir, active_names(graph), ir.fresh, self.vjp_name, self.namespace,
+        active = active_names(graph)
+
+        def vjp_name(callee: Any, label: str | None = None) -> str:
+            return self.vjp_name(callee, label, _inactive(ir, active, callee))
+        em = Emitter(ir, active, ir.fresh, vjp_name, self.namespace,
                      facts=self.facts if name is None else None)
         body = em.primal()
         result = em.operand(ir.result)
@@ -236,6 +249,25 @@ class _ModuleBuilder:
                           and st.target not in ir.source_names}
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
+
+
+def _inactive(ir: Function, active: set[str], callee: Any) -> frozenset[int]:
+    """Positions of ``callee``'s parameters (a user function's) whose argument has no
+    gradient at every call of it in ``ir``: its vjp needs no gradient for them."""
+    if isinstance(callee, Function):
+        return frozenset()
+    out: set[int] | None = None
+    for st in ir.body:
+        if st.kind != "call" or st.fn is not callee:
+            continue
+        try:
+            skip = len(inspect.signature(callee).parameters) - len(st.args)
+        except (TypeError, ValueError):
+            return frozenset()
+        here = {skip + i for i, a in enumerate(st.args)
+                if not (isinstance(a, Var) and a.name in active)}
+        out = here if out is None else out & here
+    return frozenset(out or ())
 
 
 def _returns_list(ir: Function) -> bool:

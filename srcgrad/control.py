@@ -52,6 +52,7 @@ class ControlFlow(Jumps, Iteration):
         child = Lowerer(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
         child.treeless = self.treeless
+        child.wrt_users = self.wrt_users          # a dict argument's code comes at the call
         child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
             p for p, v in zip(params, values or ()) if self.is_list(v)}
         child.rebuild = rebuild or {}
@@ -77,6 +78,7 @@ class ControlFlow(Jumps, Iteration):
 
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
         for n in names:
+            self.local_value(self.scope[n], node)     # a dict the function built
             if isinstance(self.scope[n], Tree):
                 raise self.error(f"the pytree argument {n!r} is assigned in a branch or loop; "
                                  "srcgrad compiles reading it there", node)

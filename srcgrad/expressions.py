@@ -148,6 +148,10 @@ class Expressions(Subscripts):
             raise self.error("srcgrad compiles one comparison at a time (a < b, not a < b < c)",
                              node)
         a, b = self.expr(node.left), self.expr(node.comparators[0])
+        if isinstance(b, Tree) and b.kind == "dict" and isinstance(node.ops[0], (ast.In,
+                                                                                 ast.NotIn)):
+            key = self.dict_key(node.left)               # 'k' in d: the keys are known
+            return Const((key in b.children) == isinstance(node.ops[0], ast.In))
         if self.is_static(a) and self.is_static(b):
             return self.static_expr(node)
         fn = T.CMPOPS.get(type(node.ops[0]))
@@ -157,11 +161,19 @@ class Expressions(Subscripts):
         return self.prim(fn, [a, b], {}, "mask", node)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
-        values = [self.expr(v) for v in node.values]
+        mark = len(self.body)
+        values = [self.expr(v.operand if _is_not(v) else v) for v in node.values]
         if all(self.is_static(v) for v in values):
+            del self.body[mark:]
             return self.static_expr(node)
-        raise self.error("`and`/`or` on arrays is ambiguous; use np.logical_and/np.logical_or",
-                         node)
+        if all(_truth_test(n) or self.is_static(v) for n, v in zip(node.values, values)):
+            # comparisons and `not`: truth values with no gradient; Python's own `and`/`or`
+            # runs on them (NumPy raises for an array of several elements, as it would)
+            del self.body[mark:]
+            return self.static_expr(node, hint="test")
+        raise self.error("`and`/`or` of a value that carries a gradient is not compiled "
+                         "(it returns one of its operands); use np.logical_and/"
+                         "np.logical_or, or compare first (s > 0.1 and s < 2.0)", node)
 
     # ------------------------------------------------------------------------ static
     def note_global(self, name: str) -> None:
@@ -184,6 +196,7 @@ class Expressions(Subscripts):
         expr, uses = self.rename(node)
         target = self.fresh(hint)
         self.static.add(target)
+        self.note_known(target, node)
         return self.emit(Stmt(target, "static", expr=expr, uses=uses))
 
     def rename(self, node: ast.AST) -> tuple[ast.AST, tuple[str, ...]]:
@@ -230,6 +243,17 @@ class Expressions(Subscripts):
                 return kind(items, ast.Load())
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))
+
+
+def _truth_test(node: ast.expr) -> bool:
+    """A comparison, a ``not``, or ``and``/``or`` of those: a value with no gradient."""
+    if isinstance(node, ast.BoolOp):
+        return all(_truth_test(v) for v in node.values)
+    return isinstance(node, ast.Compare) or _is_not(node)
+
+
+def _is_not(node: ast.expr) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
 def _live_state(owner: Any, value: Any) -> bool:

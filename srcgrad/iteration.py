@@ -14,6 +14,7 @@ import ast
 import copy
 from typing import Any
 
+from srcgrad.dict_values import Local, ordered_keys
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Const, Stmt, Var
 from srcgrad.scopes import assigned, exposed, read, walk
@@ -29,9 +30,11 @@ class Iteration:
     # ------------------------------------------------------------------- unrolled loops
     def _structure_items(self, s: ast.For) -> list | None:
         """The items of a loop that is unrolled, or None: the loop is lowered as a loop."""
-        if getattr(self, "treeless", False) and _dict_loop(s.iter):
-            return self._structure_unknown(s)
         found = self._sequence(s.iter)
+        if found is None and getattr(self, "treeless", False) and _dict_loop(s.iter):
+            for n in ast.walk(s.iter):     # refused here when it is not differentiated
+                self.unknown_dict(self.scope.get(getattr(n, "id", None)), s.iter)
+            return self._structure_unknown(s)
         if found is None:
             return None
         items, structured = found
@@ -108,13 +111,13 @@ class Iteration:
             return self._call_sequence(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in ("keys", "values", "items") and not node.args:
-            if isinstance(self._peek(node.func.value), Tree) and \
-                    self._peek(node.func.value).kind == "dict":
-                raise self._unordered(node)
+            base = self._peek(node.func.value)
+            if isinstance(base, Tree) and base.kind == "dict":
+                return self._dict_items(base, node.func.attr, node)
             return None
         value = self._peek(node)
         if isinstance(value, Tree) and value.kind == "dict":
-            raise self._unordered(node)
+            return self._dict_items(value, "keys", node)
         if isinstance(value, Tree):
             items = list(value.children.values())
         elif isinstance(value, Pack):
@@ -175,6 +178,18 @@ class Iteration:
             return [Const(k) for k in keys], True
         return [Pack([Const(k), tree.children[k]]) for k in keys], True
 
+    def _dict_items(self, tree: Tree, kind: str, node: ast.AST) -> tuple[list, bool]:
+        """The keys, values or items of a dict in insertion order: a dict the function built,
+        or a dict argument (whose order the compile cache keys on)."""
+        if not isinstance(tree, Local) and getattr(tree, "order", None) is None:
+            raise self._unordered(node)
+        keys = ordered_keys(tree)
+        if kind == "keys":
+            return [Const(k) for k in keys], True
+        if kind == "values":
+            return [tree.children[k] for k in keys], True
+        return [Pack([Const(k), tree.children[k]]) for k in keys], True
+
     def _unordered(self, node: ast.AST) -> Exception:
         return self.error("a loop over a dict argument runs in its insertion order, which "
                           "srcgrad does not follow (it orders pytree keys); iterate "
@@ -222,6 +237,16 @@ class Iteration:
         """Whether the body indexes, by the loop variable, a structure a counter cannot
         index at run time (a pytree or literal holding tuples or trees, or a dict)."""
         targets = {n.id for n in ast.walk(s.target) if isinstance(n, ast.Name)}
+        if any(isinstance(self.scope.get(n), Local) for n in assigned(s.body)):
+            return True                    # a dict changed by the body: keys stay known
+        grown = True
+        while grown:                       # name = f'W{i}'; params[name]: read through names
+            grown = False
+            for n in walk(s.body):
+                if isinstance(n, ast.Assign) and read([n.value]) & targets and \
+                        not assigned([n]) <= targets:
+                    targets |= assigned([n])
+                    grown = True
         for n in walk(s.body):
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
                     read([n.slice]) & targets:

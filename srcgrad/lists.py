@@ -120,11 +120,14 @@ class Lists:
         return target
 
     # --------------------------------------------------------------- comprehensions
-    def comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Var:
-        """``[e for x in xs if c]``: ``items = []``, then the loop that appends ``e``."""
-        name = self.fresh_internal("items")
+    def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.DictComp) -> Any:
+        """``[e for x in xs if c]``: ``items = []``, then the loop that appends ``e``
+        (``{k: v for …}``: ``items = {}``, then the loop that stores ``items[k] = v``)."""
+        as_dict = isinstance(node, ast.DictComp)
+        name = self.fresh_internal("table" if as_dict else "items")
         gens = copy.deepcopy(node.generators)
-        elt = copy.deepcopy(node.elt)
+        elt = ast.Tuple([copy.deepcopy(node.key), copy.deepcopy(node.value)], ast.Load()) \
+            if as_dict else copy.deepcopy(node.elt)
         renames = {}
         for gen in gens:
             if gen.is_async:
@@ -140,11 +143,15 @@ class Lists:
             gens[0].iter = copy.deepcopy(node.generators[0].iter)  # read in the outer scope
         body: list[ast.stmt] = [ast.Expr(ast.Call(ast.Attribute(
             ast.Name(name, ast.Load()), "append", ast.Load()), [elt], []))]
+        if as_dict:                                 # items[key] = value
+            body = [ast.Assign([ast.Subscript(ast.Name(name, ast.Load()), elt.elts[0],
+                                              ast.Store())], elt.elts[1])]
         for gen in reversed(gens):
             for cond in reversed(gen.ifs):
                 body = [ast.If(cond, body, [])]
             body = [ast.For(gen.target, gen.iter, body, [])]
-        start = ast.Assign([ast.Name(name, ast.Store())], ast.List([], ast.Load()))
+        start = ast.Assign([ast.Name(name, ast.Store())],
+                           ast.Dict([], []) if as_dict else ast.List([], ast.Load()))
         for st in [start, *body]:
             for n in ast.walk(st):
                 ast.copy_location(n, node)

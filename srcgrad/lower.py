@@ -149,7 +149,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
                 if s.value is None:
                     raise self.error("the function must return a value", s)
                 value = self.expr(s.value)
-                if not (structure and isinstance(value, Pack)):
+                if not (structure and isinstance(value, (Pack, Tree))):
                     value = self.materialize(value, self.result_name)
                 elif any(isinstance(v, Closure) for v in _items(value)):
                     self.materialize(value, self.result_name)       # refused: a lambda
@@ -179,7 +179,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.assign(s.target, self.expr(s.value))
         elif isinstance(s, ast.AugAssign):
-            self.aug_assign(s)
+            self.dict_aug_assign(s) or self.aug_assign(s)     # d['k'] += v, or an array's
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return                                     # a docstring
@@ -224,6 +224,8 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self.emit(Stmt(None, "effect", expr=expr, uses=uses))
 
     def assign(self, target: ast.expr, value: Any) -> None:
+        if self.dict_store(target, value):             # d['k'] = v, d['a']['b'] = v
+            return
         if isinstance(target, ast.Name):
             if isinstance(value, Var) and value.name not in self.source_names and \
                     value.name in {st.target for st in self.body}:
@@ -329,9 +331,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         return out
 
     def materialize(self, value: Any, hint: str) -> Any:
-        if isinstance(value, Closure):
-            raise self.error("a lambda is compiled only where it is called (not passed, "
-                             "stored or carried into a loop or branch)", self._node_of_line())
+        self.local_value(value, self._node_of_line())     # a lambda or a dict: refused
         if isinstance(value, Pack):
             items = [self.materialize(v, f"{hint}_{i}") for i, v in enumerate(value.items)]
             made = self.emit(Stmt(self.fresh(hint), "pack", args=items,
@@ -353,9 +353,9 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
                 self._rebind(user, Var(old), Var(new))
 
 
-def _items(pack: Pack) -> list:
-    """The items of a list or tuple literal, nested ones flattened."""
-    return [v for item in pack.items
+def _items(pack: Any) -> list:
+    """The items of a list or tuple literal, nested ones flattened (none of a tree's)."""
+    return [] if isinstance(pack, Tree) else [v for item in pack.items
             for v in (_items(item) if isinstance(item, Pack) else [item])]
 
 

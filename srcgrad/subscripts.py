@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from srcgrad import lowering_tables as T
+from srcgrad.dicts import Dicts
 from srcgrad.ir import Const, Pack, Stmt, Tree, Var
 
 __all__ = ["Subscripts", "call_form"]
@@ -22,7 +23,7 @@ _CONTAINERS = (list, tuple, dict, str, bytes, range)
 """Constants whose subscript only selects (anything else may compute, as ``np.r_`` does)."""
 
 
-class Subscripts:
+class Subscripts(Dicts):
     """The lowering of subscripts and slices (mixed into the Lowerer, through Expressions)."""
 
     def expr_Slice(self, node: ast.Slice) -> Any:
@@ -47,7 +48,10 @@ class Subscripts:
         for key, child in zip(keys, children):
             label = key if isinstance(key, str) and key.isidentifier() else f"{hint}_{key}"
             out[key] = self.tree(root, child, label, path + (key,))
-        return Tree(kind, out)
+        tree = Tree(kind, out)
+        if kind == "dict" and len(structure) > 3:
+            tree.order = list(structure[3])    # the compile cache keys on it: loops follow it
+        return tree
 
     def tree_pack(self, tree: Tree) -> Pack:
         """A list or tuple argument used whole where a value is expected (``np.polyval(c,
@@ -62,6 +66,8 @@ class Subscripts:
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
+        if isinstance(base, Tree) and base.kind == "dict":
+            return self.dict_read(base, node)
         if isinstance(base, Tree):
             key = self.expr(node.slice)
             items = list(base.children.values())
@@ -70,14 +76,12 @@ class Subscripts:
                     return Pack(items[key.value], base.kind is list)
                 if isinstance(key.value, int) and -len(items) <= key.value < len(items):
                     return items[key.value]
-            if isinstance(key, Const) and base.kind == "dict" and isinstance(
-                    key.value, (str, int)) and key.value in base.children:
-                return base.children[key.value]
-            leaves = items
-            if base.kind != "dict" and all(isinstance(v, Var) for v in leaves):
-                return self.list_item(Pack(leaves, is_list=True), node)   # xs[t] in a loop
-            raise self.error("a pytree argument is indexed by a constant key here",
-                             node.slice)
+            if all(isinstance(v, Var) for v in items):
+                return self.list_item(Pack(items, is_list=True), node)   # xs[t] in a loop
+            raise self.error("this list or tuple holds lists, tuples or dicts, and is indexed "
+                             "by a value known only when the code runs; srcgrad compiles "
+                             "such an index when it is a constant, or the index of a loop it "
+                             "unrolls (a range of known length)", node.slice)
         if isinstance(base, Pack):
             key = self.expr(node.slice)
             if isinstance(key, Const) and isinstance(key.value, int):

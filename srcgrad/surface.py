@@ -216,7 +216,12 @@ CONSTRUCTS: dict[str, str] = {
             "functions, lambdas and closures (transformed too)",
     "Compare": "comparisons, chained too (no gradient)",
     "Constant": "literals",
-    "GeneratorExp": "generator expressions (in `sum(…)`, `np.stack(…)`)",
+    "Dict": "dict literals with keys known when compiling (`{'w': w, **d}`), read and written "
+            "by key, `get`/`pop`/`update`/`keys`/`values`/`items` in insertion order",
+    "DictComp": "dict comprehensions whose keys are known when compiling",
+    "GeneratorExp": "generator expressions (in `sum(…)`, `np.stack(…)`, `max(…)`)",
+    "JoinedStr": "f-strings made of names known when compiling (a dict key `f'W{i}'` in an "
+                 "unrolled loop)",
     "IfExp": "conditional expressions `a if c else b`",
     "Lambda": "lambdas, called where they are defined or later (`(lambda u: …)(x)`)",
     "List": "list literals",

@@ -44,11 +44,13 @@ CASES = {
             g(x)
             return np.sum(acc)
         """, 5, "nonlocal in a nested function"),
-    "dict comprehension": ("""
+    "a dict changed in a branch": ("""
         def f(x):
-            parts = {k: x * k for k in range(3)}
-            return np.sum(parts[1])
-        """, 3, "dict comprehension"),
+            d = {"a": x}
+            if np.sum(x) > 0:
+                d["a"] = x * 2
+            return np.sum(d["a"])
+        """, 5, "a dict built in the function"),
     "list method": ("""
         def f(x):
             parts = [x * k for k in range(3)]

@@ -242,13 +242,17 @@ def r_astype_complex(b):
     return np.sum(np.real(b.astype(complex)))
 
 
-REFUSED = [(r_array_ndmin, "ndmin"), (r_astype_complex, "complex"), (r_dict, "dict"),
+REFUSED = [(r_array_ndmin, "ndmin"), (r_astype_complex, "complex"),
            (r_r_, r"np.r_"), (r_c_, r"np.c_"), (r_class, "Box"),
            (r_object_through_helper, "Box"), (r_random_parameter, "carries a gradient"),
            (r_global_random_parameter, "random draw"), (r_arange, "arange"),
            (r_zip_of_arrays, "carries a gradient"), (r_linspace_retstep, "retstep"),
            (r_full_int_dtype, "dtype"), (r_tuple_as_array, "tuple returned by a helper"),
            (r_grad_of_grad, "higher-order"), (r_transform_call, "higher-order")]
+
+
+def test_a_dict_built_from_a_value_is_lowered_exactly():
+    assert_exact(r_dict)                         # dict(x=b)["x"]: once refused by name
 
 
 @pytest.mark.parametrize("f,match", REFUSED, ids=lambda v: getattr(v, "__name__", ""))

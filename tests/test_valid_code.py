@@ -282,12 +282,6 @@ COMPILED = {
 
 # name: (source, arguments, what the CompileError says)
 REFUSED = {
-    "an unordered loop over a dict argument": ("""
-        def f(d, x):
-            for k, v in d.items():
-                x = np.sin(x * v)
-            return np.sum(x)
-        """, lambda: [{"a": A(3), "b": A(3)}, A(3)], r"insertion order.*sorted\(d"),
     "an item of a list changed in place, seen by another item": ("""
         def f(x):
             a = x * 2
