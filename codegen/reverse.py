@@ -233,12 +233,27 @@ class Emitter(Primal, Accumulation):
         if len(names) == 1:
             call = ast.Subscript(call, ast.Constant(0), ast.Load())
         emitted = [assign(names if len(names) > 1 else names[0], call)]
+        if st.kind == "call":
+            emitted += self._none_as_zero(wanted)
         for a, name in wanted:
             if a.name in direct:
                 self.adj[a.name] = _name(name)
             else:
                 emitted += self.accumulate(a.name, _name(name))
         return emitted
+
+    def _none_as_zero(self, wanted: list) -> list[ast.stmt]:
+        """A helper hands back None for an argument it gives no gradient (an int, say
+        ``n - 1``, or one it does not use): zero, before the caller adds to it."""
+        fix = self.tracer.use_helper("callee_gradient", support.callee_gradient)
+        return [assign(name, ast.Call(fix, [_name(name), _name(a.name)], []))
+                for a, name in wanted
+                if a.name not in self.fn.lists and a.name not in self.fn.trees and
+                not self._known_float(a.name)]
+
+    def _known_float(self, var: str) -> bool:
+        fact = self.facts.get(var)
+        return fact is not None and (fact[1] is float or np.dtype(fact[1]).kind in "fc")
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active

@@ -27,6 +27,15 @@ def zero_gradient(x):
     return None
 
 
+def callee_gradient(g, x):
+    """A helper's gradient for its argument ``x``; None (an int argument, an unused one) is
+    a zero of ``x``'s shape, so that the caller can add to it."""
+    if g is not None:
+        return g
+    shape = np.shape(x)
+    return np.zeros(shape) if shape else 0.0
+
+
 # A list's gradient is a list with one entry per element; ``None`` stands for a zero entry, so
 # that a list of zeros costs one pointer an element.  Appending pops its element's gradient.
 

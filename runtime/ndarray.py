@@ -162,12 +162,24 @@ def _inplace(name: str) -> Any:
     return write
 
 
+# ``np.add.reduce(a, axis=0)`` is ``np.sum(a, axis=0)`` (a ufunc's reduce runs on axis 0 by
+# default), ``np.multiply.accumulate`` is ``np.cumprod``: recorded as those.
+_REDUCTIONS = {(np.add, "reduce"): np.sum, (np.multiply, "reduce"): np.prod,
+               (np.maximum, "reduce"): np.max, (np.minimum, "reduce"): np.min,
+               (np.add, "accumulate"): np.cumsum, (np.multiply, "accumulate"): np.cumprod}
+
+
 class Array(Tensor):
     """A NumPy-semantics view of the eager engine (see the module docstring)."""
 
     __slots__ = ()
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if (ufunc, method) in _REDUCTIONS and len(inputs) == 1 and \
+                set(kwargs) <= {"axis", "keepdims"} and method != "__call__":
+            return _REDUCTIONS[ufunc, method](inputs[0], axis=kwargs.get("axis", 0),
+                                              **({"keepdims": True} if kwargs.get("keepdims")
+                                                 else {}))
         if method == "__call__" and not kwargs and ufunc in NO_GRADIENT:
             return ufunc(*_plain(inputs))
         if method != "__call__" or kwargs or ufunc not in NUMPY_BINDINGS:

@@ -22,6 +22,7 @@ from srcgrad.callees import bind_call, draws, hint, is_library, is_random, is_tr
 from srcgrad.callees import table_get as _lookup
 from srcgrad.errors import CompileError
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, literal
+from srcgrad.lowering_arrays import int_arithmetic
 from srcgrad.methods import Methods, user_method
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
 
@@ -281,6 +282,9 @@ class Calls(Methods):
         try:
             return ast.literal_eval(node)
         except (ValueError, SyntaxError):
+            folded = int_arithmetic(node)           # x.reshape(5 * 4, 6)
+            if folded is not None:
+                return folded
             return self.static_param(self.expr(node), node)
 
     def static_param(self, value: Any, node: ast.expr) -> Any:

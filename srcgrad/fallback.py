@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
+from srcgrad.eager_lists import stacking_list_operands
 from srcgrad.errors import NonScalarOutput
 from srcgrad.runtime import grad_mode
 from srcgrad.runtime.autograd import grad as autograd_grad
@@ -108,7 +109,7 @@ def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool,
     args, leaves = _wrap(values, wrt)
     higher = any(isinstance(v, Tensor) and v.requires_grad
                  for value in values for v in pytree.flatten(value)[0])
-    with grad_mode.enable_grad():
+    with grad_mode.enable_grad(), stacking_list_operands(fun):
         out = call(fun, args) if call is not None else fun(*args)
     if kind == "vjp":
         def vjp_fn(cotangent: Any) -> tuple:

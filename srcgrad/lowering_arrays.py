@@ -169,7 +169,7 @@ def _array_of(lowerer: Any, value: Any, expr: ast.expr, node: ast.AST) -> Any:
         if lowerer.is_static(value):
             return lowerer.static_expr(expr, hint="array")
         return lowerer.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
-    return value
+    return lowerer.as_array_operand(value, node)    # a list argument, a run-time list
 
 
 def _append(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:

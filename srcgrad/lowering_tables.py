@@ -21,6 +21,7 @@ from srcgrad.runtime.primitives import NO_GRADIENT, PRIMITIVES, Primitive
 from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.rules.elementwise import MATH_PRIMITIVES
 from srcgrad.runtime.rules.linalg import sublist_subscripts
+from srcgrad.runtime.rules.lists import array_list
 from srcgrad.runtime.rules.solvers import result_parts
 from srcgrad.values import VALUE_CALLS, array_options, cast_value, lower_astype
 
@@ -265,8 +266,8 @@ def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         out = cast_value(lowerer, _array(lowerer, args[:1], {}, node), dtype, node)
         return lowerer.static_expr(node, hint="array") if out is None else out
     value = args[0]
-    if lowerer.is_runtime_list(value):
-        return lowerer.join_list("stack", value, 0, node)
+    if lowerer.is_runtime_list(value):            # np.array([]) is array([]): not a stack
+        return lowerer.prim(array_list, [value], {}, "array", node)
     if isinstance(value, Pack) and not lowerer.is_static(value):
         return lowerer.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
     if lowerer.is_static(value):

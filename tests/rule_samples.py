@@ -103,6 +103,7 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "stack": ([r(2, 3), r(2, 3)], {"axis": -1}),
     # list family: one input, a Python list of arrays
     "stack_list": ([[r(2, 3), r(2, 3), r(2, 3)]], {"axis": 1}),
+    "array_list": ([[r(2, 3), r(2, 3), r(2, 3)]], {}),
     "concatenate_list": ([[r(2, 3), r(1, 3), r(4, 3)]], {"axis": 0}),
     "sum_list": ([[r(2, 3), r(3), r(2, 3)]], {}),
     # neural-network family
@@ -345,6 +346,7 @@ def _torch_equivalents():
         "copy": t.clone, "concatenate": lambda *xs, axis: t.cat(xs, axis),
         "stack": lambda *xs, axis: t.stack(xs, axis),
         "stack_list": lambda xs, axis: t.stack(xs, axis),
+        "array_list": lambda xs: t.stack(xs, 0),
         "concatenate_list": lambda xs, axis: t.cat(xs, axis), "sum_list": sum,
         "mse_loss": lambda x, y, reduction: F.mse_loss(x, y, reduction=reduction),
         "binary_cross_entropy_with_logits": lambda x, y, reduction:

@@ -167,8 +167,6 @@ def test_lists_as_array_operands(case):
         np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.xfail(strict=True, reason="the eager engine refuses np.asarray of a list of "
-                   "Tensors (runtime/ndarray.py __array__); reported to the runtime's owner")
 def test_lists_as_array_operands_eager():
     fn = define(LIST_OPERANDS["np.mean of a comprehension of sums"], {"np": np})
     check_three_ways(fn, [np.array([0.3, -0.7, 1.1])])

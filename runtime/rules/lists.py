@@ -17,9 +17,16 @@ from srcgrad.runtime.primitives import defvjp, helper, primitive, unbroadcast
 
 
 @helper
-def unstack(g, axis=0):
-    """The gradient of each array of ``np.stack(xs, axis)``: the slices of ``g`` on ``axis``."""
-    return list(np.moveaxis(g, axis, 0))
+def unstack(g, xs=None, axis=0):
+    """The gradient of each element of ``np.stack(xs, axis)``: the slices of ``g`` on
+    ``axis``; an element that is itself a list (``np.array([[a, 2 * a] for a in x])``) gets
+    a list, level by level, as the gradient of a list must be."""
+    def like(part, x):
+        if isinstance(x, (list, tuple)):
+            return type(x)(like(p, e) for p, e in zip(part, x))
+        return part
+    parts = list(np.moveaxis(g, axis, 0))
+    return parts if xs is None else [like(p, x) for p, x in zip(parts, xs)]
 
 
 @helper
@@ -41,6 +48,13 @@ def stack_list(xs, axis=0):
 
 
 @primitive(nin=1)
+def array_list(xs):
+    """``np.array(xs)`` of a list built at run time: ``np.stack`` along a new first axis,
+    except that an empty list gives NumPy's ``array([])`` (where ``np.stack([])`` raises)."""
+    return np.stack(xs) if len(xs) else np.array(xs)
+
+
+@primitive(nin=1)
 def concatenate_list(xs, axis=0):
     return np.concatenate(xs, axis=axis)
 
@@ -50,9 +64,11 @@ def sum_list(xs):
     return builtins.sum(xs)
 
 
-defvjp(stack_list, lambda g, ans, xs, axis=0: unstack(g, axis=axis))
+defvjp(stack_list, lambda g, ans, xs, axis=0: unstack(g, xs, axis=axis))
+defvjp(array_list, lambda g, ans, xs: unstack(g, xs))
 defvjp(concatenate_list, lambda g, ans, xs, axis=0: split_like(g, xs, axis=axis))
 defvjp(sum_list, lambda g, ans, xs: spread(g, xs))
 
-PRINTED_AS = {stack_list: np.stack, concatenate_list: np.concatenate, sum_list: builtins.sum}
+PRINTED_AS = {stack_list: np.stack, array_list: np.array, concatenate_list: np.concatenate,
+              sum_list: builtins.sum}
 """How generated code writes each of them: the function the user called."""

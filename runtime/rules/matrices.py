@@ -91,21 +91,21 @@ def norm_grad(g, ans, x, ord=None, axis=None, keepdims=False, vector=False):
     if ord is None or ord == "fro" or (ord == 2 and not matrix):
         return g * np.where(ans == 0, 0.0, x / np.where(ans == 0, 1.0, ans))
     if not matrix:
-        if ord == np.inf or ord == -np.inf:
-            hit = np.where(mag == ans, sign, 0.0)
-            count = np.maximum(np.sum(np.abs(hit), axis=axes, keepdims=True), 1.0)
-            return g * hit / count
+        if ord == np.inf or ord == -np.inf:            # the extrema share g (selected:
+            hit = mag == ans                          # g = inf elsewhere is not nan)
+            count = np.maximum(np.sum(hit, axis=axes, keepdims=True), 1)
+            return np.where(hit, g * sign / count, 0.0)
         if ord == 0:
-            return 0.0 * g * x
+            return np.zeros_like(mag)                   # a count: no gradient
         p = float(ord)
         return g * sign * mag ** (p - 1.0) * ans ** (1.0 - p)
     row, col = axes
     if ord in (1, -1, np.inf, -np.inf):
         inner = row if ord in (1, -1) else col          # summed; the max runs over the other
         sums = np.sum(mag, axis=inner, keepdims=True)
-        hit = np.where(sums == ans, 1.0 + 0.0 * sums, 0.0)
+        hit = sums == ans
         count = np.sum(hit, axis=col if inner == row else row, keepdims=True)
-        return g * sign * hit / count
+        return np.where(hit, g * sign / np.maximum(count, 1), 0.0)
     # 'nuc', 2, -2: functions of the singular values of the (row, col) matrices
     moved = np.moveaxis(x, (row, col), (-2, -1))
     u, s, vh = np.linalg.svd(moved, full_matrices=False)

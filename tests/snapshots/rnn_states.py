@@ -94,9 +94,17 @@ def unbroadcast(x, shape):
     return out.reshape(shape)
 
 
-def unstack(g, axis=0):
-    """The gradient of each array of ``np.stack(xs, axis)``: the slices of ``g`` on ``axis``."""
-    return list(np.moveaxis(g, axis, 0))
+def unstack(g, xs=None, axis=0):
+    """The gradient of each element of ``np.stack(xs, axis)``: the slices of ``g`` on
+    ``axis``; an element that is itself a list (``np.array([[a, 2 * a] for a in x])``) gets
+    a list, level by level, as the gradient of a list must be."""
+
+    def like(part, x):
+        if isinstance(x, (list, tuple)):
+            return type(x)((like(p, e) for p, e in zip(part, x)))
+        return part
+    parts = list(np.moveaxis(g, axis, 0))
+    return parts if xs is None else [like(p, x) for p, x in zip(parts, xs)]
 
 
 def zero_gradient(x):
@@ -158,7 +166,7 @@ def rnn_states_grad(h0, w_h, w_x, xs):
     # adjoint of snapshot_functions.py:32  return np.mean(np.stack(hs[1:]) ** 2)
     d_stack_1_pow = 1.0 / numel_or_one(np.shape(stack_1_pow))
     d_stack_1 = d_stack_1_pow * 2 * stack_1
-    d_hs_1_part = unstack(d_stack_1)
+    d_hs_1_part = unstack(d_stack_1, hs_1_part)
     d_hs_1 = [None] * len(hs_1)
     add_at(d_hs_1, slice(1, None), d_hs_1_part)
     # adjoint of snapshot_functions.py:30  for x in xs:
