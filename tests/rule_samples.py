@@ -116,6 +116,8 @@ SAMPLES: dict[str, tuple[list, dict]] = {
                                "reduction": "none"}),
     "addmm": ([r(4), r(2, 3), r(3, 4)], {}),
     "normal_cdf": ([r(3, 4, lo=-3, hi=3)], {}),
+    "binary_cross_entropy": ([r(3, 4, lo=0.05, hi=0.95), r(3, 4, lo=0, hi=1)],
+                             {"reduction": "mean"}),
     "gelu": ([r(3, 4, lo=-3, hi=3)], {"approximate": "none"}),
     "softplus": ([away(8) * 3], {"beta": 2.0, "threshold": 4.0}),
     "leaky_relu": ([away(6)], {"negative_slope": 0.1}),
@@ -355,6 +357,8 @@ def _torch_equivalents():
                                                              reduction=reduction),
         "addmm": t.addmm,
         "normal_cdf": lambda x: t.special.ndtr(x),
+        "binary_cross_entropy": lambda x, target, reduction: F.binary_cross_entropy(
+            x, target, reduction=reduction),
         "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
         "softplus": lambda x, beta, threshold: F.softplus(x, beta=beta, threshold=threshold),
         "leaky_relu": lambda x, negative_slope: F.leaky_relu(x, negative_slope),

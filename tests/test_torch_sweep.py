@@ -15,9 +15,7 @@ from conftest import needs_torch
 from torch_surface import CASES
 from torch_surface_functions import (
     FUNCTION_CASES,
-    GAP_NAMES,
     REFUSED,
-    RULE_GAPS,
     STRUCTURE_DIFFERS,
     TESTED_ELSEWHERE,
 )
@@ -121,7 +119,7 @@ def test_every_shared_function_is_swept():
 
 def test_functions_match_pytorch():
     shared = _shared_functions()
-    cases = [c for c in FUNCTION_CASES if c[0] in shared and c[0] not in GAP_NAMES]
+    cases = [c for c in FUNCTION_CASES if c[0] in shared]
     found = _sweep(cases)
     print(f"\nswept {len({c[0] for c in cases})} functions in {len(cases)} cases")
     assert not found, _report(found, len({c[0] for c in cases}))
@@ -135,11 +133,3 @@ def test_calls_srcgrad_refuses_raise_rather_than_differ(name, label, call, spec)
             got = run(srcgrad, call, spec, dtype, mode, 0)
             assert got["result"][0] == "error", (name, label, dtype, mode)
 
-
-@pytest.mark.parametrize("name,label,call,spec,reason", RULE_GAPS,
-                         ids=[f"{c[0]}-{c[1]}" for c in RULE_GAPS])
-def test_rule_table_gaps(name, label, call, spec, reason):
-    found = _sweep([(name, label, call, spec)])
-    if found:
-        pytest.xfail(reason)
-    pytest.fail(f"{name} [{label}] now matches PyTorch: remove it from RULE_GAPS")

@@ -46,6 +46,7 @@ for _n in "asin acos atanh arcsin arccos arctanh".split():
 method("acosh", "p", label="")     # NaN below 1, as in PyTorch, and silent
 method("arccosh", "p")
 method("logit", "h")
+method("logit", "p", label="outside (0, 1)")     # nan, value and gradient, as PyTorch
 for _n in "sqrt log rsqrt reciprocal log2 log10 log1p".split():
     method(_n, "z", label="at 0")
 method("acos", "z", label="edges")

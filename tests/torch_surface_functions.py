@@ -4,8 +4,7 @@ known differences, each with its reason.
 ``FUNCTION_CASES`` holds the function form of every method case of ``torch_surface`` (``m.exp(x)``
 for ``x.exp()``) and calls of their own.  ``STRUCTURE_DIFFERS``: same values, gradients and
 errors, but PyTorch records a different graph.  ``REFUSED``: srcgrad raises rather than answer
-differently.  ``RULE_GAPS``: differences in files the sweep's owner does not own, run as xfails
-that fail once fixed.  ``TESTED_ELSEWHERE``: offered, compared by another test.
+differently.  ``TESTED_ELSEWHERE``: offered, compared by another test.
 """
 
 from __future__ import annotations
@@ -153,15 +152,6 @@ STRUCTURE_DIFFERS = {   # same values, gradients and errors; PyTorch records mor
     ("F.layer_norm", ""): "runtime/nn: PyTorch records one NativeLayerNormBackward0",
 }
 
-RULE_GAPS = [   # differences in files this sweep does not own, each checked to still differ
-    ("logit", "outside (0, 1)", lambda m, x: x.logit(), "p",
-     "runtime/rules/special.py: logit's gradient outside [0, 1] is finite; PyTorch's is nan"),
-] + [(name, label, call, spec, "runtime/nn/functional.py: " + why)
-     for name, label, call, spec in FUNCTION_CASES
-     for gap, why in (("F.binary_cross_entropy", "records MeanBackward0, PyTorch "
-                                                 "BinaryCrossEntropyBackward0"),)
-     if name == gap]
-GAP_NAMES = {g[0] for g in RULE_GAPS if g[0].startswith("F.")}
 
 TESTED_ELSEWHERE = {
     "cuda": "tests/test_devices.py (needs a GPU to compare)",

@@ -8,7 +8,7 @@ import numpy as np
 
 from srcgrad.runtime import rules as R
 from srcgrad.runtime.factories import generator
-from srcgrad.runtime.tensor import Tensor, apply, as_array
+from srcgrad.runtime.tensor import Size, Tensor, apply, as_array
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "dropout",
            "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -127,12 +127,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
 def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
-    log_p = input.log().clamp(min=-100)
-    log_q = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    if isinstance(weight, Tensor) and weight.requires_grad:
+        raise RuntimeError("the derivative for 'weight' is not implemented.")
+    if tuple(np.shape(as_array(target))) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({Size(np.shape(as_array(target)))}) that is "
+                         f"different to the input size ({input.shape}) is deprecated. Please "
+                         "ensure they have the same size.")
+    params = {"reduction": reduction, "weight": None if weight is None else as_array(weight)}
+    return apply(R.binary_cross_entropy, "BinaryCrossEntropyBackward0", (input, target), params)
 
 
 def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: Any = None,

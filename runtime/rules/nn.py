@@ -101,6 +101,15 @@ def leaky_relu(x, *, negative_slope=0.01):
     return np.where(x > 0, x, x * negative_slope)
 
 
+@primitive(nin=2, dtype_rule="float")
+def binary_cross_entropy(x, target, *, weight=None, reduction="mean"):
+    """PyTorch's: ``-(t log x + (1 - t) log(1 - x))``, each log clamped at -100."""
+    with np.errstate(divide="ignore"):
+        loss = -(target * np.maximum(np.log(x), -100.0)
+                 + (1 - target) * np.maximum(np.log1p(-x), -100.0))
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
 @primitive(nin=3)
 def addmm(c, a, b):
     """``c + a @ b`` (``nn.Linear`` on a batch)."""
@@ -126,6 +135,13 @@ defvjp(softplus, lambda g, ans, x, beta=1.0, threshold=20.0:
        np.where(x * beta > threshold, g, g * sigmoid(x * beta)))
 defvjp(leaky_relu, lambda g, ans, x, negative_slope=0.01:
        np.where(x > 0, g, g * negative_slope))
+defvjp(binary_cross_entropy, lambda g, ans, x, target, weight=None, reduction="mean":
+       _loss_scale(g, x.shape, reduction) * (x - target) / np.maximum((1 - x) * x, 1e-12)
+       * (1.0 if weight is None else weight),
+       lambda g, ans, x, target, weight=None, reduction="mean":
+       _loss_scale(g, x.shape, reduction) * (np.maximum(np.log1p(-x), -100.0)
+                                             - np.maximum(np.log(x), -100.0))
+       * (1.0 if weight is None else weight))
 defvjp(addmm, lambda g, ans, c, a, b: g,
        lambda g, ans, c, a, b: np.matmul(g, np.swapaxes(b, -1, -2)),
        lambda g, ans, c, a, b: np.matmul(np.swapaxes(a, -1, -2), g), broadcasts=True)

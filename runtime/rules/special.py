@@ -74,9 +74,10 @@ def polygamma(x, *, n):
 
 @primitive(elementwise=True, dtype_rule="float")
 def logit(x):
-    """``scipy.special.logit``: log(x / (1 - x))."""
-    from scipy import special
-    return special.logit(x)
+    """``scipy.special.logit``: log(x / (1 - x)) (NumPy alone: ``Tensor.logit`` needs no SciPy;
+    nan outside [0, 1], as SciPy and PyTorch give)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x / (1.0 - x))
 
 
 defvjp(erf, lambda g, ans, x: g * _TWO_OVER_ROOT_PI * np.exp(-x * x))
@@ -84,7 +85,7 @@ defvjp(erfc, lambda g, ans, x: -g * _TWO_OVER_ROOT_PI * np.exp(-x * x))
 defvjp(gammaln, lambda g, ans, x: g * digamma(x))
 defvjp(digamma, lambda g, ans, x: g * polygamma(x, n=1))
 defvjp(polygamma, lambda g, ans, x, n: g * polygamma(x, n=n + 1))
-defvjp(logit, lambda g, ans, x: g / (x * (1.0 - x)))
+defvjp(logit, lambda g, ans, x: np.where((x < 0) | (x > 1), np.nan, g / (x * (1.0 - x))))
 
 
 @primitive(dtype_rule="float")
