@@ -285,6 +285,19 @@ class Array(Tensor):
     def transpose(self, *axes: Any) -> Array:
         return np.transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
 
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        """NumPy's ``a.sort()``: in place (PyTorch's ``sort`` returns values and indices)."""
+        if order is not None:
+            raise TypeError("srcgrad's eager run does not sort structured arrays (order=)")
+        self[...] = np.sort(np.copy(self), axis=axis, kind=kind)   # sort saves its input
+
+    def view(self, *args: Any, **kwargs: Any) -> Array:
+        """NumPy's ``a.view()``: the same data under a second name (not PyTorch's reshape)."""
+        if args or kwargs:
+            raise TypeError("srcgrad's eager run does not reinterpret an array's bytes "
+                            "(ndarray.view with a dtype or type)")
+        return self[...]
+
     def __repr__(self) -> str:
         return f"Array({self._data!r}, requires_grad={self._requires_grad})"
 

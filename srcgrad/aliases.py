@@ -29,7 +29,8 @@ from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.runtime.rules.core import inverse_permutation
 
-__all__ = ["Aliases", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS", "held_vars"]
+__all__ = ["Aliases", "Scope", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS",
+           "held_vars"]
 
 # Primitives and NumPy functions (by name) whose result may share memory with an argument;
 # tests/test_views_declared.py checks every primitive of the rule table against NumPy.
@@ -85,6 +86,61 @@ def held_vars(value: Any) -> list[Var]:
     return []
 
 
+class Scope(dict):
+    """The user's names and their values, indexed by the variables they hold, so that a
+    rename does not scan every name (which made lowering quadratic).  A name bound to a
+    ``Var`` is indexed by it; a list or tree may change in place: always a candidate.
+    Entries left stale (``popitem``, ``clear``) only add candidates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_var: dict[str, set[str]] = {}
+        self._containers: set[str] = set()
+
+    def _drop(self, key: str) -> None:
+        old = dict.get(self, key)
+        if isinstance(old, Var):
+            self._by_var[old.name].discard(key)
+        self._containers.discard(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._drop(key)
+        dict.__setitem__(self, key, value)
+        if isinstance(value, Var):
+            self._by_var.setdefault(value.name, set()).add(key)
+        elif isinstance(value, (Pack, Tree)):
+            self._containers.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        self._drop(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key in self:
+            self._drop(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> Scope:
+        self.update(other)
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        return dict, (dict(self),)       # a copy is a plain dict (its holders are scanned)
+
+    def holding(self, name: str) -> set[str]:
+        """The names that may hold the variable ``name`` (a superset; check each)."""
+        return self._by_var.get(name, set()) | self._containers
+
+
 class Aliases:
     """Alias and view bookkeeping (mixed into the Lowerer)."""
 
@@ -123,6 +179,13 @@ class Aliases:
     def link(self, target: str, base: Any, kind: str | None = None, param: Any = None) -> None:
         if isinstance(base, Var) and base.name != target:
             self.views.setdefault(target, []).append((base.name, kind, param))
+            self.linked_from.setdefault(base.name, set()).add(target)
+
+    def set_links(self, target: str, links: list) -> None:
+        """Replace ``target``'s links (indexed by base: ``linked_from`` may over-approximate)."""
+        self.views[target] = links
+        for base, _, _ in links:
+            self.linked_from.setdefault(base, set()).add(target)
 
     def note_views(self, st: Stmt) -> None:
         """Record what a statement's result may share with its inputs."""
@@ -219,12 +282,12 @@ class Aliases:
                 break
             base_new = self._put_back(Var(base), cur_new, kind, param, node)
             self.views.pop(base_new.name, None)          # the base again, not a view
-            self.views[cur_new.name] = [(base_new.name, kind, param)]   # still its view
+            self.set_links(cur_new.name, [(base_new.name, kind, param)])  # still its view
             updates[base] = base_new
             cur, cur_new = base, base_new
         unknown = self.roots(cur) if self.links(cur) else set()
         if self.links(cur):                              # still shares what it shared
-            self.views[cur_new.name] = list(self.links(cur))
+            self.set_links(cur_new.name, list(self.links(cur)))
         touched = self.roots(cur)
         live = self.live_after()
         for n, value in list(self.scope.items()):

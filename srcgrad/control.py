@@ -20,7 +20,7 @@ from srcgrad.ir import Closure, Stmt, Var
 from srcgrad.iteration import Iteration, rebound
 from srcgrad.jumps import Jumps
 from srcgrad.lists import held
-from srcgrad.scopes import assigned, exposed, read
+from srcgrad.scopes import assigned, exposed, exposed_suffixes, read
 
 __all__ = ["ControlFlow"]
 
@@ -301,8 +301,9 @@ class ControlFlow(Jumps, Iteration):
     def _else(self, s: ast.stmt, orelse: list[ast.stmt], pack: Var, flag: int | None) -> None:
         """``for … else``: the else block runs unless the loop ended by ``break``."""
         if flag is None:                 # no break in the body: the else block always runs
+            rest = exposed_suffixes(orelse)          # what each statement leaves live
             for i, st in enumerate(orelse):
-                self._live.append(self.live_after() | exposed(orelse[i + 1:]))
+                self._live.append(self.live_after() | rest[i + 1])
                 try:
                     self.statement(st)
                 finally:

@@ -8,16 +8,17 @@ import builtins
 import functools
 import inspect
 import linecache
+import re
 import sys
 import textwrap
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from srcgrad.errors import CompileError, Location
 from srcgrad.freshness import same_code
 
-__all__ = ["Source", "Flat", "plain_signature", "parse_function", "not_plain",
+__all__ = ["Source", "Taken", "Flat", "plain_signature", "parse_function", "not_plain",
            "returned_tuple", "Env", "Unresolved", "with_recursion_room"]
 
 
@@ -29,6 +30,16 @@ class Source:
     filename: str
     lines: list[str]            # the whole file, for messages
     name: str
+    _split: list[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _names: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def user_names(self) -> set[str]:
+        """The names the function's text uses (its parameters too), found once."""
+        if self._names is None:
+            nodes = list(ast.walk(self.node))
+            self._names = {n.id for n in nodes if isinstance(n, ast.Name)} | \
+                {a.arg for a in nodes if isinstance(a, ast.arg)}
+        return self._names
 
     def where(self, node: ast.AST) -> Location:
         lineno = getattr(node, "lineno", self.node.lineno)
@@ -44,10 +55,39 @@ class Source:
     def text(self, node: ast.AST) -> str:
         """The user's own text of ``node`` (its first line, for comments)."""
         try:
-            segment = ast.get_source_segment("".join(self.lines), node)
+            segment = self._segment(node)
         except IndexError:
             segment = None
         return (segment or ast.unparse(node)).splitlines()[0]
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """``ast.get_source_segment`` of the whole file, reading only the node's own lines:
+        the file is split once, not once a statement (which made lowering quadratic)."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if not isinstance(first, int) or not isinstance(last, int) or first < 1:
+            return ast.get_source_segment("".join(self.lines), node)
+        if self._split is None:        # split as ast.get_source_segment splits (no \f, \v)
+            self._split = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", "".join(self.lines))
+        shifted = types.SimpleNamespace(
+            lineno=1, end_lineno=last - first + 1, col_offset=getattr(node, "col_offset", None),
+            end_col_offset=getattr(node, "end_col_offset", None))
+        if shifted.col_offset is None or shifted.end_col_offset is None:
+            return None
+        return ast.get_source_segment("".join(self._split[first - 1:last]), shifted)
+
+
+class Taken:
+    """Names taken in either of two sets, read without copying them (``fresh_name`` records
+    its pick in the first: the caller adds it where it belongs)."""
+
+    def __init__(self, first: set[str], second: set[str]) -> None:
+        self.first, self.second = first, second
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.first or name in self.second
+
+    def add(self, name: str) -> None:
+        """Not recorded here."""
 
 
 def not_plain(fn: Any) -> str | None:

@@ -96,6 +96,7 @@ class Function:
     mutates: set[str] = field(default_factory=set)       # parameters changed in place
     accumulates: list[str] = field(default_factory=list)  # loop body: totals handed in
     differentiable: set[str] | None = None   # block: parameters that reach the result
+    next_suffix: dict[str, int] = field(default_factory=dict)  # fresh names: where to resume
 
     def outputs(self) -> list[str | None]:
         """The names a tuple result is packed from (a block returns a pack of its outputs)."""
@@ -112,20 +113,25 @@ class Function:
 
     def fresh(self, base: str) -> str:
         """A new name, not clashing with any name of the function or its generated code."""
-        return fresh_name(base, self.used)
+        return fresh_name(base, self.used, self.next_suffix)
 
 
-def fresh_name(base: str, used: set[str]) -> str:
-    """``base`` made a valid identifier and unique in ``used`` (``x``, ``x_1``, …); recorded."""
+def fresh_name(base: str, used: set[str], hints: dict[str, int] | None = None) -> str:
+    """``base`` made a valid identifier and unique in ``used`` (``x``, ``x_1``, …); recorded.
+    ``hints`` remembers the last suffix given to each base, so that a function's thousandth
+    ``d_x`` costs what its first did (names are never given back)."""
     base = unicodedata.normalize("NFKC", str(base))     # as Python reads identifiers
     base = "".join(c if ("a" + c).isidentifier() else "_" for c in base).strip("_") or "t"
     if not base.isidentifier() or keyword.iskeyword(base):
         base = "v_" + base
-    name, k = base, 0
+    k = hints.get(base, 0) if hints is not None else 0
+    name = base if k == 0 else f"{base}_{k}"
     while name in used:
         k += 1
         name = f"{base}_{k}"
     used.add(name)
+    if hints is not None:
+        hints[base] = k
     return name
 
 

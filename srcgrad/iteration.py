@@ -17,7 +17,7 @@ from typing import Any
 from srcgrad.dict_values import Local, ordered_keys
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Const, Stmt, Var
-from srcgrad.scopes import assigned, exposed, read, walk
+from srcgrad.scopes import assigned, exposed, exposed_suffixes, read, walk
 
 __all__ = ["Iteration", "rebound"]
 
@@ -52,6 +52,7 @@ class Iteration:
 
     def _unrolled(self, s: ast.For, items: list) -> None:
         after = self.live_after() | exposed(s.body)
+        rest = exposed_suffixes(s.body)
         fixed = isinstance(s.target, ast.Name) and s.target.id not in assigned(s.body)
         for item in items:
             self.assign(s.target, item)
@@ -60,7 +61,7 @@ class Iteration:
                 body = [self._fold_indices(st, s.target.id, item.value) for st in s.body]
             for i, st in enumerate(body):
                 self.line, self.text = st.lineno, self.src.text(st)
-                self._live.append(exposed(s.body[i + 1:]) | after)
+                self._live.append(rest[i + 1] | after)
                 try:
                     self.statement(st)
                 finally:
@@ -84,7 +85,7 @@ class Iteration:
                 self.scope[n.id] = value             # never read: the code raised before
 
     def _raise_at_run_time(self, node: ast.AST, message: str) -> None:
-        raise_ = ast.Raise(ast.Call(ast.Name("TypeError", ast.Load()), [ast.Constant(message)],
+        raise_ = ast.Raise(ast.Call(ast.Name("NotCompiled", ast.Load()), [ast.Constant(message)],
                                     []), None)
         for n in ast.walk(raise_):
             ast.copy_location(n, node)

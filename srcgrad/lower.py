@@ -12,17 +12,18 @@ import ast
 from typing import Any
 
 from srcgrad import lowering_tables as T
-from srcgrad.aliases import Aliases, held_vars
+from srcgrad.aliases import Aliases, Scope, held_vars
 from srcgrad.assignments import Assignments
 from srcgrad.calls import Calls
 from srcgrad.control import ControlFlow
 from srcgrad.errors import CompileError, describe
 from srcgrad.expressions import Closure, Expressions, Pack, Tree
-from srcgrad.frontend import Env, Source
-from srcgrad.inline import define, live_in
+from srcgrad.frontend import Env, Source, Taken
+from srcgrad.inline import _free_names, closure_reads, define
 from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
 from srcgrad.list_operands import ListOperands
 from srcgrad.lists import Lists, is_append
+from srcgrad.scopes import bound, exposed_suffixes
 from srcgrad.sharing import Sharing
 
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
@@ -44,7 +45,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self._live: list[set[str]] = []       # names read after the statement being lowered
         self.flags: set[str] = set()           # break/continue/return flags (never active)
         self.body: list[Stmt] = []
-        self.scope: dict[str, Any] = {}
+        self.scope: dict[str, Any] = Scope()
         self.used: set[str] = set(reserved)
         self.static: set[str] = set()
         self.source_names: dict[str, str] = {}
@@ -55,6 +56,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
         self.views: dict[str, list] = {}      # SSA name -> links to what it may share
+        self.linked_from: dict[str, set[str]] = {}   # base -> names that may link to it
         self.item_links: dict[str, dict] = {}  # a call/branch/loop pack: each output's links
         self.assigning: set[str] = set()      # names the statement being lowered assigns
         self.line = src.node.lineno
@@ -66,10 +68,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
 
     def fresh_internal(self, base: str) -> str:
         """A name for the compiler's own bookkeeping: never one of the user's names."""
-        user = {n.id for n in ast.walk(self.src.node) if isinstance(n, ast.Name)}
-        user |= {a.arg for a in ast.walk(self.src.node) if isinstance(a, ast.arg)}
-        taken = self.used | user
-        name = fresh_name(base, taken)
+        name = fresh_name(base, Taken(self.used, self.src.user_names()))
         self.used.add(name)
         return name
 
@@ -137,11 +136,12 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
     def block(self, stmts: list[ast.stmt], structure: bool = False) -> Any:
         """Lower statements ending with a return; its value (``structure``: a list or tuple
         literal stays one, as a helper lowered in place returns it to its caller)."""
+        after = exposed_suffixes(stmts, _free_names)   # live_in of each suffix, one pass
         for i, s in enumerate(stmts):
             self.line, self.text = s.lineno, self.src.text(s)
             if define(self, s, stmts[i + 1:]):        # a nested def: a closure
                 continue
-            self._live.append(live_in(self.scope, stmts[i + 1:]))
+            self._live.append(closure_reads(self.scope, after[i + 1]))
             if isinstance(s, ast.Return):
                 if i != len(stmts) - 1:
                     raise self.error("srcgrad compiles a return only at the end of the "
@@ -160,7 +160,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
                     value = self.rename_var(value, self.result_name)
                 self._live.pop()
                 return value
-            self.assigning = _bound(s)
+            self.assigning = bound(s)
             try:
                 self.statement(s)
             finally:
@@ -228,7 +228,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
             return
         if isinstance(target, ast.Name):
             if isinstance(value, Var) and value.name not in self.source_names and \
-                    value.name in {st.target for st in self.body}:
+                    any(st.target == value.name for st in reversed(self.body)):
                 value = self.rename_var(value, target.id)
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -282,11 +282,12 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
 
     def rename_var(self, var: Var, user_name: str) -> Var:
         """Give the statement that made ``var`` the user's name (SSA: ``x``, ``x_1``, …)."""
-        for st in reversed(self.body):
+        for at in range(len(self.body) - 1, -1, -1):
+            st = self.body[at]
             if st.target == var.name:
                 self.used.discard(var.name)
                 new = self.fresh(user_name)
-                for other in self.body:
+                for other in self.body[at:]:             # SSA: only later statements use it
                     _substitute(other, var.name, new)
                 st.target = new
                 for kind in (self.static, self.lists):      # what the value is goes along
@@ -332,6 +333,8 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
 
     def materialize(self, value: Any, hint: str) -> Any:
         self.local_value(value, self._node_of_line())     # a lambda or a dict: refused
+        if isinstance(value, Tree):                       # a list argument used whole
+            value = self.tree_pack(value)
         if isinstance(value, Pack):
             items = [self.materialize(v, f"{hint}_{i}") for i, v in enumerate(value.items)]
             made = self.emit(Stmt(self.fresh(hint), "pack", args=items,
@@ -342,14 +345,20 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         return value
 
     def _rename_links(self, old: str, new: str) -> None:
+        """``old`` is now ``new`` in the links and in the scope: only the names indexed as
+        linking to ``old``, and holding it, are looked at (not every name: linear)."""
         if old in self.views:
-            self.views[new] = self.views.pop(old)
-        for name, links in self.views.items():
-            self.views[name] = [(new if b == old else b, k, p) for b, k, p in links]
+            self.set_links(new, self.views.pop(old))
+        for name in sorted(self.linked_from.get(old, ())):
+            links = self.views.get(name)
+            if links is not None and any(b == old for b, _, _ in links):
+                self.set_links(name, [(new if b == old else b, k, p) for b, k, p in links])
         if old in self.item_links:
             self.item_links[new] = self.item_links.pop(old)
-        for user, value in list(self.scope.items()):    # other names of a written array
-            if any(v.name == old for v in held_vars(value)):
+        scope = self.scope
+        users = sorted(scope.holding(old)) if isinstance(scope, Scope) else list(scope)
+        for user in users:                              # other names of a written array
+            if user in scope and any(v.name == old for v in held_vars(scope[user])):
                 self._rebind(user, Var(old), Var(new))
 
 
@@ -365,15 +374,6 @@ def _hashable(value: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _bound(s: ast.stmt) -> set[str]:
-    """The names an assignment statement binds."""
-    if not isinstance(s, (ast.Assign, ast.AnnAssign)):
-        return set()
-    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-    return {n.id for t in targets for n in ast.walk(t)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _substitute(stmt: Stmt, old: str, new: str) -> None:

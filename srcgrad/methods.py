@@ -20,6 +20,7 @@ import numpy as np
 
 from srcgrad import lowering_tables as T
 from srcgrad.callees import bind_call, is_library, qualname
+from srcgrad.errors import CompileError
 from srcgrad.frontend import Flat, plain_signature
 from srcgrad.inline import inline_call
 from srcgrad.ir import Const, Pack, Var
@@ -52,7 +53,13 @@ class Methods(UserCalls):
         for it (it has no state of its own; the compiler refuses assigning attributes)."""
         if not isinstance(node, ast.Call) or node.args or node.keywords:
             return None
-        cls = self.expr(node.func)
+        base = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+        if not isinstance(base, ast.Name) or base.id in self.scope:
+            return None                      # x.copy().sum(): a method of a local's value
+        try:
+            cls = self.expr(node.func)
+        except CompileError:
+            return None
         if not (isinstance(cls, Const) and type(cls.value) is type) or is_library(cls.value):
             return None
         if cls.value.__init__ is not object.__init__ or cls.value.__new__ is not object.__new__:

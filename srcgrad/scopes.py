@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["assigned", "read", "exposed", "own_statements", "walk"]
+__all__ = ["assigned", "bound", "read", "exposed", "exposed_suffixes", "own_statements", "walk"]
 
 
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -92,23 +92,41 @@ def exposed(stmts: list[ast.stmt]) -> set[str]:
     killed: set[str] = set()
     out: set[str] = set()
     for s in stmts:
-        if isinstance(s, ast.If):            # each branch reads what it does not assign first
-            reads = read([s.test]) | exposed(s.body) | exposed(s.orelse)
-            out |= reads - killed
-            killed |= _definite(s.body) & _definite(s.orelse)
-            continue
-        if isinstance(s, ast.For):
-            reads = read([s.iter]) | (exposed(s.body) - _targets(s.target)) | read(s.orelse)
-        elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            reads = read([s.value]) | set().union(*(read([t]) for t in targets))
-        else:
-            reads = read([s])
+        reads, kills = _reads_kills(s)
         out |= reads - killed
-        if isinstance(s, (ast.Assign, ast.AnnAssign)):
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            killed |= set().union(*(_targets(t) for t in targets))
+        killed |= kills
     return out
+
+
+def exposed_suffixes(stmts: list[ast.stmt], defs=None) -> list[set[str]]:
+    """``exposed(stmts[i:])`` for every ``i`` (and ``len(stmts)``: nothing), in one backward
+    pass: what is live after each statement, at a cost linear in the block.  ``defs(node)``:
+    the names a nested ``def`` reads, added to every suffix that holds it."""
+    out, free = [set()], [set()]
+    for s in reversed(stmts):
+        reads, kills = _reads_kills(s)
+        out.append(reads | (out[-1] - kills))
+        fn = defs is not None and isinstance(s, ast.FunctionDef)
+        free.append(free[-1] | defs(s) if fn else free[-1])
+    return [live | names if names else live for live, names in zip(out[::-1], free[::-1])]
+
+
+def _reads_kills(s: ast.stmt) -> tuple[set[str], set[str]]:
+    """What a statement reads before assigning it, and what it surely assigns."""
+    if isinstance(s, ast.If):            # each branch reads what it does not assign first
+        reads = read([s.test]) | exposed(s.body) | exposed(s.orelse)
+        return reads, _definite(s.body) & _definite(s.orelse)
+    if isinstance(s, ast.For):
+        reads = read([s.iter]) | (exposed(s.body) - _targets(s.target)) | read(s.orelse)
+    elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        reads = read([s.value]) | set().union(*(read([t]) for t in targets))
+    else:
+        reads = read([s])
+    if isinstance(s, (ast.Assign, ast.AnnAssign)):
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        return reads, set().union(*(_targets(t) for t in targets))
+    return reads, set()
 
 
 def _definite(stmts: list[ast.stmt]) -> set[str]:
@@ -131,3 +149,12 @@ def _targets(target: ast.expr) -> set[str]:
     if isinstance(target, (ast.Tuple, ast.List)):
         return set().union(*(_targets(t) for t in target.elts))
     return set()
+
+
+def bound(s: ast.stmt) -> set[str]:
+    """The names an assignment statement binds."""
+    if not isinstance(s, (ast.Assign, ast.AnnAssign)):
+        return set()
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    return {n.id for t in targets for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

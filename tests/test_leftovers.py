@@ -6,6 +6,7 @@ eager engine, masked norm rules, and literal arithmetic as a reshape's shape."""
 from __future__ import annotations
 
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -270,3 +271,31 @@ def test_ufunc_reductions_in_the_eager_engine(body):
     got = eager_transform(fn, "grad", [x.copy()], (0,), True)
     np.testing.assert_allclose(got, numerical_grad(lambda v: float(fn(v.copy())), [x.copy()], 0),
                                rtol=1e-5, atol=1e-7)
+
+
+# ----------------------------------------------------- methods chained, NumPy's sort and view
+@pytest.mark.parametrize("body", ["x.copy().sum()", "x.diagonal().sum()",
+                                  "np.sum(x.flatten().dot(x.ravel()))", "x.T.copy().max()"])
+def test_a_method_of_a_method_result_compiles(body):
+    """``x.copy().sum()``: the receiver is a value, not a class to instantiate (it was
+    refused once methods of objects made inline were compiled)."""
+    fn = define(f"def f(x):\n    return {body}\n", {"np": np})
+    x = np.arange(6.0).reshape(2, 3) * 0.37 - 0.5
+    got = srcgrad.grad(fn, strict=True)(x)
+    np.testing.assert_allclose(got, numerical_grad(lambda a: float(fn(a)), [x.copy()], 0),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("body", ["y = x.copy()\n    y.sort()", "y = x * 1.0\n    y.sort()",
+                                  "y = x * 1.0\n    v = y.view()\n    v[0] = 0.0"])
+def test_the_eager_run_sorts_and_views_as_numpy(body):
+    """``a.sort()`` sorts in place and ``a.view()`` names the same data, as in NumPy (the
+    eager run once took PyTorch's ``sort``, which returns a new pair: a wrong gradient)."""
+    fn = define(f"def f(x):\n    {body}\n    return np.sum(y * np.arange(3.0))\n", {"np": np})
+    x = np.array([0.3, -0.7, 0.1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = srcgrad.grad(fn)(x)
+    np.testing.assert_array_equal(x, [0.3, -0.7, 0.1])
+    np.testing.assert_allclose(got, numerical_grad(lambda a: float(fn(a.copy())), [x.copy()], 0),
+                               rtol=1e-6, atol=1e-8)
