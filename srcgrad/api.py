@@ -103,6 +103,7 @@ class Transform(SafetyNet):
             return
         built = self._build({}, stacklevel=4, refusal=refusal)
         if built is not None:
+            self._snapshot.watch(built.resolved)      # attributes the build bound
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
             self._namespace, self._free = built.functions, built.free

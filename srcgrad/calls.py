@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import types
 from typing import Any
 
@@ -81,6 +82,11 @@ class Calls(Methods):
             args = [self.expr(a) for a in node.args]
             if all(self.is_static(a) for a in args):
                 return self.static_expr(node)
+            nin = getattr(target, "nin", len(args))
+            if len(args) != nin or node.keywords:         # math.log(x, base), hypot(x, y, z)
+                tip = " (write math.log(x) / math.log(base))" if f is math.log else ""
+                raise self.error(f"{qualname(f)}() is compiled with {nin} argument(s){tip}",
+                                 node)
             return self.numpy_call(target, args, {}, node)
         label = hint(f)
         value_call = _lookup(T.VALUE_CALLS, f)
@@ -242,7 +248,8 @@ class Calls(Methods):
             raise self.error(f"{qualname(f)}(..., out=...) writes into an array in place; "
                              "srcgrad compiles the call that returns a new array", node)
         items = list(bound.items())
-        inputs = [v for _, v in items[:prim.nin]]
+        inputs = [self.expr(v) if isinstance(v, ast.AST) else v   # an input given by keyword
+                  for _, v in items[:prim.nin]]
         known = prim.param_names()
         params = {}
         for name, value in items[prim.nin:]:

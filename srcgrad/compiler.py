@@ -12,7 +12,7 @@ import builtins
 import copy
 import inspect
 import linecache
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -27,6 +27,7 @@ from srcgrad.codegen.reverse import Emitter, _name, comment
 from srcgrad.codegen.symbolic import SymbolicError, assign
 from srcgrad.errors import CompileError, Location, MissingBackend
 from srcgrad.floats import only_floats
+from srcgrad.freshness import RESOLVED
 from srcgrad.frontend import Env, parse_function, with_recursion_room
 from srcgrad.graph import active_names, build_graph
 from srcgrad.ir import Function, Var, fresh_name
@@ -51,6 +52,7 @@ class Built:
     name: str
     ir: Function
     free: dict[str, Any]
+    resolved: list = field(default_factory=list)   # attributes bound when building
 
 
 def lower_function(fun: Any, trees: dict[int, Any] | None = None,
@@ -71,8 +73,11 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
 
     Raises CompileError only: any other exception inside the compiler is a bug of the
     compiler, reported as an internal error at the construct being compiled."""
+    token = RESOLVED.set([])
     try:
-        return _build(fun, kind, wrt, single, backend, trees, scalar, facts, guard)
+        built = _build(fun, kind, wrt, single, backend, trees, scalar, facts, guard)
+        built.resolved = RESOLVED.get()
+        return built
     except (CompileError, MemoryError):
         raise
     except RecursionError:
@@ -81,6 +86,8 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
     except Exception as exc:
         raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
                            "please report it", _failed_at(fun, exc.__traceback__)) from exc
+    finally:
+        RESOLVED.reset(token)
 
 
 def _failed_at(fun: Any, tb: Any) -> Location | None:

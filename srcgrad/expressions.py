@@ -18,6 +18,7 @@ import numpy as np
 
 from srcgrad import lowering_tables as T
 from srcgrad.errors import describe
+from srcgrad.freshness import resolved
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
 from srcgrad.subscripts import Subscripts
 
@@ -79,6 +80,7 @@ class Expressions(Subscripts):
                 return Const(value)                          # math.pi prints as a number
             if _live_state(base.value, value):
                 return self.static_expr(node, hint=node.attr)   # read when the code runs
+            resolved(base.value, node.attr, value)           # bound now: watched for changes
             return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
         if isinstance(base, Pack):
             raise self.error(f"a tuple has no attribute {node.attr!r}", node)

@@ -20,12 +20,24 @@ import __future__
 
 import ast
 import builtins
+import contextvars
 import dis
 import re
 import types
 from typing import Any
 
-__all__ = ["same_code", "Snapshot", "code_of_node"]
+__all__ = ["same_code", "Snapshot", "code_of_node", "RESOLVED", "resolved"]
+
+RESOLVED: contextvars.ContextVar[list | None] = contextvars.ContextVar("resolved", default=None)
+"""While a transform is built: ``(object, attribute, value)`` for each attribute the compiler
+bound when building (``c.act`` after ``c = cfg``, a method looked up on an instance)."""
+
+
+def resolved(owner: Any, attr: str, value: Any) -> None:
+    """Record that the code being built bound ``owner.attr`` (to ``value``)."""
+    out = RESOLVED.get()
+    if out is not None and not isinstance(owner, types.ModuleType) and _bound_attribute(value):
+        out.append((owner, attr, value))
 
 _SKIP = {"RESUME", "PUSH_NULL", "PRECALL", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "NOP",
          "EXTENDED_ARG", "KW_NAMES"}
@@ -225,6 +237,14 @@ class Snapshot:
             for name, attr in sorted(_attribute_loads(f.__code__, first)):
                 owner = instance if name == first else _lookup(f, name)
                 self._record_attribute(owner, attr, todo, instance=isinstance(owner, type))
+
+    def watch(self, attributes: list) -> None:
+        """Also check attributes the compiler bound when it built (see :data:`RESOLVED`)."""
+        seen = {(id(o), a) for o, a, _ in self.attributes}
+        for owner, attr, value in attributes:
+            if (id(owner), attr) not in seen:
+                seen.add((id(owner), attr))
+                self.attributes.append((owner, attr, value))
 
     def _record_attribute(self, owner: Any, attr: str, todo: list,
                           instance: bool = False) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from srcgrad import lowering_tables as T
 from srcgrad.callees import bind_call, is_library, qualname
 from srcgrad.errors import CompileError
+from srcgrad.freshness import resolved
 from srcgrad.frontend import Flat, plain_signature
 from srcgrad.inline import inline_call
 from srcgrad.ir import Const, Pack, Var
@@ -135,6 +136,7 @@ def user_method(obj: Any, attr: str) -> types.MethodType | None:
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and (value.__self__ is obj or value.__self__ is type(obj)) and \
             not is_library(value.__func__):
+        resolved(obj, attr, value)                         # bound now: watched
         return value
     return None
 

@@ -219,3 +219,43 @@ def test_snapshot_sees_rebinding_only():
     assert snap.changed() is None
     env["W"] = np.zeros(3)
     assert "W" in snap.changed()
+
+
+def test_an_attribute_bound_through_a_local_alias_is_followed():
+    """``c = cfg; c.act(x)``: the compiler binds ``cfg.act`` when it builds, so rebinding it
+    rebuilds (the bytecode alone does not show whose attribute ``c.act`` is)."""
+    cfg = _Config()
+    cfg.act = np.tanh
+
+    def f(x):
+        c = cfg
+        return np.sum(c.act(x))
+
+    class Model:
+        def loss(self, x):
+            return np.sum(np.tanh(x))
+    model = Model()
+
+    def h(x):
+        m = model
+        return m.loss(x)
+    g, gh = srcgrad.grad(f, strict=True), srcgrad.grad(h, strict=True)
+    np.testing.assert_allclose(g(X), 1 - np.tanh(X) ** 2)
+    np.testing.assert_allclose(gh(X), 1 - np.tanh(X) ** 2)
+    def other_loss(self, x):
+        return np.sum(np.sin(x))
+    cfg.act = np.sin
+    Model.loss = other_loss
+    np.testing.assert_allclose(g(X), np.cos(X))
+    np.testing.assert_allclose(gh(X), np.cos(X))
+
+
+@pytest.mark.parametrize("body", ["math.log(2.0, t)", "math.log(t, 3.0)",
+                                  "math.hypot(t, 2.0, 3.0)"])
+def test_math_calls_with_more_arguments_than_their_rule_are_refused(body):
+    """``math.log(x, base)`` once took np.log's one-input rule: the base got no gradient."""
+    import math
+    fn = _from_file(f"def f(t):\n    return {body}\n", f"<safety-math-{abs(hash(body))}>",
+                    namespace={"math": math})
+    with pytest.raises(srcgrad.CompileError, match="argument"):
+        srcgrad.grad(fn, strict=True)

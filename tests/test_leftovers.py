@@ -299,3 +299,14 @@ def test_the_eager_run_sorts_and_views_as_numpy(body):
     np.testing.assert_array_equal(x, [0.3, -0.7, 0.1])
     np.testing.assert_allclose(got, numerical_grad(lambda a: float(fn(a.copy())), [x.copy()], 0),
                                rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("call", ["np.clip(x, a_min=lo, a_max=2.0)", "np.clip(x, lo, a_max=2.0)",
+                                  "np.clip(x, a_max=2.0, a_min=lo)", "x.clip(lo, 2.0)"])
+def test_clip_bounds_given_by_keyword_are_inputs(call):
+    """An input given by keyword was passed on unlowered (an internal error)."""
+    fn = define(f"def f(x, lo):\n    return np.sum({call} ** 2)\n", {"np": np})
+    x, lo = np.linspace(-1.0, 3.0, 5), np.array([0.0, 0.5, 0.5, 0.5, 0.5])
+    gx, glo = srcgrad.grad(fn, wrt=(0, 1), strict=True)(x, lo)
+    np.testing.assert_allclose(gx, [0.0, 0.0, 2.0, 4.0, 0.0])
+    np.testing.assert_allclose(glo, [0.0, 1.0, 0.0, 0.0, 0.0])
