@@ -26,8 +26,8 @@ from srcgrad.callables import (
     call_with,
     describe,
     plain_signature,
+    refuse_shared_arguments,
     target,
-    written_container,
     wrt_position,
 )
 from srcgrad.errors import CompileError, FallbackWarning
@@ -96,7 +96,7 @@ class Transform(SafetyNet):
         self._probe_fn: Callable | None = None
         self._latest: Callable | None = None    # the newest shape specialisation
         self._shapes_fixed = False
-        self._written: tuple = ()             # positions not differentiated, written in place
+        self._written = self._mutated = ()    # positions written in place (not differentiated)
         self._eager_keys: set = set()         # signatures whose compiled code failed
         self._vjp = kind == "vjp" and backend != "auto"
         if backend == "auto":               # decided at the first call, by the arrays passed
@@ -110,8 +110,8 @@ class Transform(SafetyNet):
             from srcgrad.shapes import shapes_follow_from_inputs
             self._shapes_fixed = kind != "vjp" and backend == "numpy" and \
                 shapes_follow_from_inputs(built.ir)
-            self._written = tuple(i for i, p in enumerate(built.ir.params)
-                                  if p in built.ir.mutates and i not in self.wrt)
+            self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
+            self._written = tuple(i for i in self._mutated if i not in self.wrt)
 
     @property
     def _name(self) -> str:
@@ -304,6 +304,8 @@ class Transform(SafetyNet):
                 return EAGER          # differentiated by an outer transform: keep the graph
             if all(type(a) is float for a in args):
                 return self._scalar_version()(*args)
+            if self._mutated:
+                refuse_shared_arguments(args, self._mutated, list(self._signature.parameters))
             if any(isinstance(args[i], (dict, list, tuple)) for i in self._written):
                 return self._written_container(args)
             if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
@@ -320,23 +322,12 @@ class Transform(SafetyNet):
         if self._eager_keys and signature(values) in self._eager_keys or any(
                 isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
             return EAGER
+        if self._mutated:
+            refuse_shared_arguments(values, self._mutated, list(self._signature.parameters))
         if any(isinstance(values[i], (dict, list, tuple)) for i in self._written):
             return self._written_container(values)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         return fn(*values) if fn is not None else EAGER
-
-    def _written_container(self, values: Any) -> Any:
-        """The code writes into what an argument not differentiated holds: compiled for an
-        array, so a list, tuple or dict of arrays runs eagerly (``strict``: refused)."""
-        reason = written_container(self._name, list(self._signature.parameters), values,
-                                   self._written)
-        if self.strict:
-            raise CompileError(reason)
-        if signature(values) not in self._eager_keys:
-            self._eager_keys.add(signature(values))
-            warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
-                          f"arguments: {reason}", FallbackWarning, stacklevel=4)
-        return EAGER
 
     def _check(self, values: Any) -> None:
         names = list(self._signature.parameters)

@@ -148,3 +148,22 @@ def wrt_position(w: Any, names: list[str], fun: Any) -> int:
     if w not in names:
         raise ValueError(f"{describe(fun)} has no argument named {w!r}")
     return names.index(w)
+
+
+def refuse_shared_arguments(values: Any, mutated: tuple, names: list[str]) -> None:
+    """Two arguments that share memory, one of them written in place by the code (``f(s, s)``
+    where ``f`` writes into its second argument): NumPy's result depends on the sharing,
+    which neither the compiled code nor the eager run (private copies) follows: refused."""
+    import numpy as np
+
+    from srcgrad import pytree
+    from srcgrad.errors import CompileError
+    arrays = [(i, leaf) for i, v in enumerate(values) for leaf in pytree.flatten(v)[0]
+              if isinstance(leaf, np.ndarray)]
+    for k, (i, a) in enumerate(arrays):
+        for j, b in arrays[k + 1:]:
+            if (i in mutated or j in mutated) and np.may_share_memory(a, b):
+                raise CompileError(
+                    f"the arguments {names[i]!r} and {names[j]!r} share memory and the code "
+                    "writes into one of them in place; srcgrad follows such a write only within "
+                    "one argument (pass a copy)")

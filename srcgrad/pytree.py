@@ -16,11 +16,29 @@ def is_leaf(x: Any) -> bool:
     return not isinstance(x, (dict, list, tuple))
 
 
+def sorted_keys(tree: dict) -> list:
+    """A dict's keys in a fixed order: sorted, or, when they do not compare with each other
+    (``{0: a, 'b': b}``), sorted by type name and then by value within each type."""
+    try:
+        return sorted(tree)
+    except TypeError:
+        groups: dict[str, list] = {}
+        for k in tree:
+            groups.setdefault(type(k).__name__, []).append(k)
+        out = []
+        for name in sorted(groups):
+            try:
+                out += sorted(groups[name])
+            except TypeError:
+                out += sorted(groups[name], key=repr)
+        return out
+
+
 def flatten(tree: Any) -> tuple[list, Any]:
     """Leaves in a fixed order (dict keys sorted) and the structure to rebuild them; a dict's
     structure also keeps its insertion order, which its loops (and the rebuilt dict) follow."""
     if isinstance(tree, dict):
-        keys = sorted(tree)
+        keys = sorted_keys(tree)
         parts = [flatten(tree[k]) for k in keys]
         return [leaf for p in parts for leaf in p[0]], ("dict", keys, [p[1] for p in parts],
                                                         list(tree))
@@ -56,7 +74,7 @@ def differentiable(x: Any) -> bool:
 
 def _paths(tree: Any, path: str) -> list[tuple[str, Any]]:
     if isinstance(tree, dict):
-        return [p for k in sorted(tree) for p in _paths(tree[k], f"{path}[{k!r}]")]
+        return [p for k in sorted_keys(tree) for p in _paths(tree[k], f"{path}[{k!r}]")]
     if isinstance(tree, (list, tuple)):
         return [p for i, v in enumerate(tree) for p in _paths(v, f"{path}[{i}]")]
     return [(path, tree)]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
+from srcgrad.callables import written_container
 from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
 
 __all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature"]
@@ -112,6 +113,19 @@ class SafetyNet:
             (grads,) if self._single else grads, self.wrt))
         grads = grads[0] if self._single else grads
         return (value, grads) if self.kind == "value_and_grad" else grads
+
+    def _written_container(self, values: Any) -> Any:
+        """The code writes into what an argument not differentiated holds: compiled for an
+        array, so a list, tuple or dict of arrays runs eagerly (``strict``: refused)."""
+        reason = written_container(self._name, list(self._signature.parameters), values,
+                                   self._written)
+        if self.strict:
+            raise CompileError(reason)
+        if signature(values) not in self._eager_keys:
+            self._eager_keys.add(signature(values))
+            warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
+                          f"arguments: {reason}", FallbackWarning, stacklevel=4)
+        return EAGER
 
     def _internal_error(self, exc: Exception, key: Any) -> None:
         if getattr(exc, "not_compiled", False):     # a refusal the lowering could not make

@@ -127,3 +127,17 @@ def test_pytree_structure_keeps_insertion_order():
     rebuilt = pytree.unflatten(structure, leaves)
     assert rebuilt == tree and list(rebuilt) == ["b", "a"] and list(rebuilt["a"][1]) == ["d", "c"]
     assert pytree.flatten({"a": 1.0, "b": 2.0})[1] != pytree.flatten({"b": 2.0, "a": 1.0})[1]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_dict_whose_keys_do_not_compare_is_a_pytree(strict):
+    """``{0: a, 'b': b}``: sorting its keys raised TypeError in both modes."""
+    fn = define("def f(p):\n    return np.sum(p[0] ** 2) + np.sum(np.sin(p['b']))\n",
+                {"np": np})
+    a, b = np.array([1.0, 2.0]), np.array([0.5, 0.1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = srcgrad.grad(fn, strict=strict)({0: a, "b": b})
+    assert list(got) == [0, "b"]
+    np.testing.assert_allclose(got[0], 2 * a)
+    np.testing.assert_allclose(got["b"], np.cos(b))

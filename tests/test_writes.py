@@ -603,3 +603,24 @@ def test_a_written_base_unpacked_twice_keeps_one_name(unpack):
     x = np.array([-0.7, 0.5, 0.2, 0.3])
     fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
     np.testing.assert_allclose(srcgrad.grad(fn, strict=True)(x), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_arguments_that_share_memory_with_a_written_one_are_refused(strict):
+    """``f(s, s)`` where ``f`` writes into its second argument: NumPy's value depends on the
+    sharing, which neither the compiled code nor the eager run's private copies follow."""
+    fn = define("""
+        def f(x, z):
+            z[0] = 7.0
+            return np.sum(x ** 2)
+        """, {"np": np})
+    s = np.array([0.3, -1.2, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = srcgrad.grad(fn, strict=strict)
+        with pytest.raises(srcgrad.CompileError, match="share memory"):
+            g(s, s)
+        with pytest.raises(srcgrad.CompileError, match="share memory"):
+            g(s, s[1:])                                 # a view shares it too
+        np.testing.assert_allclose(g(s, s.copy()), 2 * s)     # separate arrays: fine
+    np.testing.assert_array_equal(s, [0.3, -1.2, 2.0])
