@@ -58,6 +58,7 @@ class _Stacking:
     def __init__(self, fun: Any, count: int) -> None:
         self._fun, self._count = fun, count
         functools.update_wrapper(self, fun)
+        self.srcgrad_stands_in_for = fun          # what a build made meanwhile binds
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if any(self._fun is c for c in _CONVERSIONS):
@@ -141,6 +142,7 @@ class _Module(types.ModuleType):
     def __init__(self, module: types.ModuleType) -> None:
         super().__init__(module.__name__, module.__doc__)
         self.__dict__["_module"] = module
+        self.__dict__["srcgrad_stands_in_for"] = module
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._module, name)

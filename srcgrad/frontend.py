@@ -361,8 +361,8 @@ class Env:
     def resolve(self, name: str) -> Any:
         if name in self.closure:
             return self.closure[name]
-        if name in self.globals:
-            return self.globals[name]
+        if name in self.globals:            # NumPy itself while an eager run stands in for it
+            return getattr(self.globals[name], "srcgrad_stands_in_for", self.globals[name])
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise Unresolved(name)

@@ -310,3 +310,19 @@ def test_clip_bounds_given_by_keyword_are_inputs(call):
     gx, glo = srcgrad.grad(fn, wrt=(0, 1), strict=True)(x, lo)
     np.testing.assert_allclose(gx, [0.0, 0.0, 2.0, 4.0, 0.0])
     np.testing.assert_allclose(glo, [0.0, 1.0, 0.0, 0.0, 0.0])
+
+
+def test_a_build_during_an_eager_run_binds_numpy_not_its_stand_ins():
+    """While an eager run stands in for the module's NumPy names (lists of Arrays are stacked),
+    a transform built meanwhile (a strict one, called inside) must still see NumPy itself."""
+    ns = {"np": np, "srcgrad": srcgrad, "ns_seen": []}     # one module for both functions
+    inner = define("def g(y):\n    return np.sum(np.sin(y) ** 2)\n", ns)
+    ns["gg"] = srcgrad.grad(inner, strict=True)
+    outer = define("def f(x):\n    ns_seen.append(gg(np.ones(3)))\n"
+                   "    return np.sum(np.mean([x, x * 2.0], axis=0) ** 2)\n", ns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = srcgrad.grad(outer)(np.array([0.5, -1.0]))
+    np.testing.assert_allclose(got, 2 * 1.5 * 1.5 * np.array([0.5, -1.0]))
+    np.testing.assert_allclose(ns["ns_seen"][0], np.sin(2.0) * np.ones(3))
+    assert ns["np"] is np                                  # the module's names are restored
