@@ -326,3 +326,17 @@ def test_a_build_during_an_eager_run_binds_numpy_not_its_stand_ins():
     np.testing.assert_allclose(got, 2 * 1.5 * 1.5 * np.array([0.5, -1.0]))
     np.testing.assert_allclose(ns["ns_seen"][0], np.sin(2.0) * np.ones(3))
     assert ns["np"] is np                                  # the module's names are restored
+
+
+@pytest.mark.parametrize("body", ["x @ c", "c @ x", "np.tanh(np.matmul(c, x))"])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_list_argument_as_a_matmul_operand(body, strict):
+    """``x @ c`` with ``c`` a plain list: NumPy reads it as an array (the gradient's helpers
+    asked the list for ``.ndim``: an internal error in both modes)."""
+    fn = define(f"def f(c, x):\n    return np.sum({body})\n", {"np": np})
+    c, x = [[0.5, -1.0], [2.0, 1.0]], np.array([[0.3, -0.8], [1.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = srcgrad.grad(fn, wrt=1, strict=strict)(c, x)
+    np.testing.assert_allclose(got, numerical_grad(lambda v: float(fn(c, v)), [x.copy()], 0),
+                               rtol=1e-6, atol=1e-8)
