@@ -16,6 +16,7 @@ import numpy as np
 
 from srcgrad.runtime.primitives import defvjp, primitive
 from srcgrad.runtime.rules.bessel import refuse_gradient
+from srcgrad.runtime.rules.nn import normal_cdf
 
 __all__ = ["SPECIAL_UFUNCS"]
 
@@ -153,7 +154,7 @@ defvjp(rgamma, lambda g, ans, x: -g * ans * _digamma(x))
 defvjp(gammasgn, None)
 defvjp(erfinv, lambda g, ans, x: g * _HALF_ROOT_PI * np.exp(ans * ans))
 defvjp(erfcinv, lambda g, ans, x: -g * _HALF_ROOT_PI * np.exp(ans * ans))
-defvjp(ndtr, lambda g, ans, x: g * np.exp(-0.5 * x * x) / _ROOT_TWO_PI)
+defvjp(ndtr, *normal_cdf.vjps)        # Φ: one rule with nn.normal_cdf (NumPy only)
 defvjp(log_ndtr, lambda g, ans, x: g * np.exp(-0.5 * x * x - _LOG_ROOT_TWO_PI - ans))
 defvjp(ndtri, lambda g, ans, x: g * _ROOT_TWO_PI * np.exp(0.5 * ans * ans))
 defvjp(beta, lambda g, ans, a, b: g * ans * (_digamma(a) - _digamma(a + b)),
