@@ -103,7 +103,6 @@ class Transform(SafetyNet):
             return
         built = self._build({}, stacklevel=4, refusal=refusal)
         if built is not None:
-            self._snapshot.watch(built.resolved)      # attributes the build bound
             self.source, self.graph = built.source, built.graph
             self._fn = built.functions[built.name]
             self._namespace, self._free = built.functions, built.free
@@ -122,8 +121,8 @@ class Transform(SafetyNet):
         try:
             if refusal is not None:
                 raise CompileError(refusal)
-            return build(self._compiled_target, self.kind, self.wrt, self._single,
-                         self.backend, trees)
+            built = build(self._compiled_target, self.kind, self.wrt, self._single,
+                          self.backend, trees)
         except CompileError as exc:
             if self.strict:
                 raise
@@ -132,6 +131,8 @@ class Transform(SafetyNet):
                 warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: "
                               f"{exc}", FallbackWarning, stacklevel=stacklevel)
             return None
+        self._snapshot.watch(built.resolved)        # attributes every build bound
+        return built
 
     # ------------------------------------------------------------- the compiled code
     def _by_shapes(self, args: tuple) -> Any:
@@ -164,6 +165,7 @@ class Transform(SafetyNet):
             self._specialised[key] = self._fn          # the generic code serves them
             return result
         self._specialised[key] = self._latest = built.functions[built.name]
+        self._snapshot.watch(built.resolved)
         self.sources[repr(key)] = built.source
         return result
 
@@ -207,6 +209,7 @@ class Transform(SafetyNet):
                 fn = self._fn
             else:
                 fn = self._latest = built.functions[built.name]
+                self._snapshot.watch(built.resolved)
                 self.sources["floats"] = built.source
             self._specialised["floats"] = fn
         return fn

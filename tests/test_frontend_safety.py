@@ -259,3 +259,22 @@ def test_math_calls_with_more_arguments_than_their_rule_are_refused(body):
                     namespace={"math": math})
     with pytest.raises(srcgrad.CompileError, match="argument"):
         srcgrad.grad(fn, strict=True)
+
+
+def test_an_attribute_bound_by_a_later_build_is_followed():
+    """Code the first build could not see (a loop over a dict argument, compiled when the
+    argument's structure is known) binds ``c.act`` in a later build: it is watched too."""
+    cfg = _Config()
+    cfg.act = np.tanh
+
+    def f(p, x):
+        for W in p.values():
+            c = cfg
+            x = c.act(W @ x)
+        return np.sum(x)
+    p = {"a": np.eye(3) * 0.5, "b": np.eye(3) * 2.0}
+    g = srcgrad.grad(f, wrt=(0, 1), strict=True)
+    g(p, X)
+    cfg.act = np.sin
+    np.testing.assert_allclose(g(p, X)[1], numerical_grad(lambda v: f(p, v), [X.copy()], 0),
+                               rtol=1e-6)
