@@ -7,9 +7,12 @@ and floats, subscript writes (basic, fancy with duplicate indices, masks), ``out
 ``np.add.at``/``np.copyto``, builtins (``float``, ``sum``, ``max``, ``abs``, ``len``, ``list``,
 ``tuple``), helpers returning tuples or writing into their argument, floats versus 0-d arrays
 as arguments, pytree arguments (a dict holding an array and a list; writes into its leaves),
-control flow, and constructors carrying values (``np.full``, ``np.linspace``,
-``np.array([s, 2.0])``).  Each statement is run on the sample arguments as it is drawn and kept
-only when NumPy runs it and the values stay finite and small, so every program runs in NumPy.
+control flow, constructors carrying values (``np.full``, ``np.linspace``,
+``np.array([s, 2.0])``), local dicts (literals, comprehensions, ``'w' + str(k)`` keys), nested
+defs and lambdas, methods of a global object, method chains, ``np.clip`` with array or keyword
+bounds, ``math`` of a ``float()``, and NumPy's in-place ``sort`` and ``view``.  Each
+statement is run on the sample arguments as it is drawn and kept only when NumPy runs it and
+the values stay finite and small, so every program runs in NumPy.
 
 ``check(program, folder)`` writes the program into a real module file, imports it and returns
 the outcome class: the compiled gradient (``strict=True``) must equal central finite
@@ -73,6 +76,17 @@ def add_into(a, b, scale=1.0):
 
 def twice(g, a):
     return g(g(a))
+
+
+class Scaler:
+    def __init__(self):
+        self.act = np.tanh
+
+    def apply(self, a):
+        return self.act(a) * 1.5
+
+
+SCALER = Scaler()
 '''
 
 UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp({} * 0.3)", "np.sqrt({} ** 2 + 1.0)",
@@ -237,7 +251,8 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
     kind = pick(["assign", "assign", "alias", "view", "copy", "inplace", "inplace", "setitem",
                  "setitem", "out", "builtin", "builtin", "helper", "if", "for", "constructor",
                  "constructor", "pytree", "pytree", "method", "shape", "viewwrite", "loop2",
-                 "math", "swap", "outview", "helper2", "listacc", "numfn", "control"])
+                 "math", "swap", "outview", "helper2", "listacc", "numfn", "control", "dict",
+                 "nested", "object"])
     new = d.fresh()
     if kind == "assign":
         return kind, [f"{new} = {expr()}"], [new]
@@ -440,6 +455,29 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
                      "if np.sum({a}) > 0.0:\n    {t} = {t} * {c}\nelif np.sum({a}) > -1.0:\n"
                      "    {t} = -{t}"])
         return kind, form.format(a=a, t=t, c=c()).split("\n"), []
+    if kind == "dict":                      # local dicts with keys known when compiling
+        a, t = pick(anyf), pick(anyf)
+        form = pick(["{n} = {{'u': {t}, 'v': {a}}}\n{n}['u'] = {n}['u'] * {c}\n"
+                     "{n} = {n}['u'] + {n}.get('w', {a})",
+                     "{n} = {{k: {t} * (k + 1.0) for k in range(2)}}\n{n} = {n}[0] - {n}[1]",
+                     "{n} = dict(p={t}, q={a})\n{n} = sum({n}.values())",
+                     "{n} = {{}}\nfor k in range(2):\n    {n}['w' + str(k)] = {t} * (k + {c})\n"
+                     "{n} = {n}['w0'] * {n}['w1']"])
+        return kind, form.format(n=new, a=a, t=t, c=c()).split("\n"), [new]
+    if kind == "nested":                    # nested defs and closures, read-only
+        a, t = pick(anyf), pick(anyf)
+        form = pick(["def {n}_f(u):\n    return u * {c} + {a}\n{n} = {n}_f({t})",
+                     "def {n}_f(u, k=2.0):\n    return np.sin(u) * k\n{n} = {n}_f({t}, k={c})",
+                     "{n}_f = lambda u: u ** 2 + {a}\n{n} = {n}_f({t})"])
+        return kind, form.format(n=new, a=a, t=t, c=c()).split("\n"), [new]
+    if kind == "object":                    # methods, method chains, clip bounds, math
+        a, t = pick(arrays or anyf), pick(anyf)
+        form = pick(["{n} = SCALER.apply({t})", "{n} = {a}.copy().sum() * {t}",
+                     "{n} = np.clip({t}, {a} - 0.5, {a} + 0.5)",
+                     "{n} = np.clip({t}, a_min=-0.3, a_max={a})",
+                     "{n} = math.sqrt(abs(float(np.sum({t}))) + 1.0) * {a}",
+                     "{n} = {a} * 1.0\n{n}.sort()", "{n} = {t} * 1.0\n{n}.view()[...] *= {c}"])
+        return kind, form.format(n=new, a=a, t=t, c=c()).split("\n"), [new]
     return "assign", [f"{new} = {expr()}"], [new]
 
 
