@@ -21,7 +21,7 @@ from srcgrad.codegen import control, lists
 from srcgrad.codegen.symbolic import assign, index_expr, numpy_path, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var, const_expr
-from srcgrad.runtime.primitives import NUMPY_BINDINGS, NotCompiled
+from srcgrad.runtime.primitives import NUMPY_BINDINGS
 from srcgrad.runtime.rules.lists import PRINTED_AS
 
 __all__ = ["Primal", "COMMENT", "comment", "short_filename"]
@@ -85,8 +85,8 @@ class Primal:
         if st.kind == "loop":
             return control.primal_loop(self, st)
         if st.kind == "effect":
-            if any(isinstance(n, ast.Name) and n.id == "NotCompiled" for n in ast.walk(st.expr)):
-                self.tracer.helpers.setdefault("NotCompiled", NotCompiled)   # defined in it
+            for name, helper in st.params.get("defines", {}).items():   # the code it needs
+                self.tracer.helpers.setdefault(name, helper)
             return st.expr
         if st.kind == "static":
             return assign(st.target, st.expr)

@@ -17,6 +17,7 @@ from typing import Any
 from srcgrad.dict_values import Local, ordered_keys
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Const, Stmt, Var
+from srcgrad.runtime.primitives import NotCompiled
 from srcgrad.scopes import assigned, exposed, exposed_suffixes, read, walk
 
 __all__ = ["Iteration", "rebound"]
@@ -89,7 +90,8 @@ class Iteration:
                                     []), None)
         for n in ast.walk(raise_):
             ast.copy_location(n, node)
-        self.emit(Stmt(None, "effect", expr=raise_, uses=()))
+        self.emit(Stmt(None, "effect", params={"defines": {"NotCompiled": NotCompiled}},
+                       expr=raise_, uses=()))
 
     def _fold_indices(self, st: ast.stmt, name: str, value: int) -> ast.stmt:
         """A copy of ``st`` in which an index of a structure computed from the loop
