@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import keyword
+import linecache
 import math
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,7 @@ from srcgrad.ir import Const, Stmt, Var, const_expr
 from srcgrad.runtime.primitives import NUMPY_BINDINGS
 from srcgrad.runtime.rules.lists import PRINTED_AS
 
-__all__ = ["Primal", "COMMENT", "comment", "short_filename"]
+__all__ = ["Primal", "COMMENT", "comment", "short_filename", "located"]
 
 COMMENT = "__srcgrad_comment__"        # marker calls, printed as ``# ...`` lines
 
@@ -72,9 +74,10 @@ class Primal:
         out: list[ast.stmt] = []
         line = None
         for st in self.fn.body:
-            if st.line != line:
-                line = st.line
-                out.append(comment(f"{short_filename(self.fn.filename)}:{st.line}  {st.text}"))
+            key, where = located(self.fn.filename, st.line, st.text)
+            if key != line:
+                line = key
+                out.append(comment(where))
             made = self.primal_stmt(st)
             out.extend(made if isinstance(made, list) else [made])
         return out
@@ -189,6 +192,24 @@ class Primal:
         name = self.fresh(base)
         self.fn.free[name] = fun
         return name
+
+
+def located(filename: str, line: int, text: str) -> tuple[Any, str]:
+    """``file:line  text`` for a statement's comment, and what tells one line from the next.
+    In a module srcgrad generated (a transform of a transform), the user's own line that the
+    generated one came from: the ``# file:line  text`` comment above it."""
+    if filename.startswith("<srcgrad "):
+        lines = linecache.getlines(filename)
+        for k in range(min(line, len(lines)) - 1, -1, -1):
+            found = _LOCATED.match(lines[k])
+            if found:
+                return found.group(1), found.group(1)
+            if lines[k].lstrip().startswith("def "):
+                break
+    return line, f"{short_filename(filename)}:{line}  {text}"
+
+
+_LOCATED = re.compile(r"^\s*# (?:adjoint of )?(\S+:\d+  .*)$")
 
 
 def short_filename(filename: str) -> str:

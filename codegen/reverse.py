@@ -19,7 +19,7 @@ import numpy as np
 
 from srcgrad.codegen import control, lists, support
 from srcgrad.codegen.accumulate import Accumulation
-from srcgrad.codegen.primal import COMMENT, Primal, comment, short_filename
+from srcgrad.codegen.primal import COMMENT, Primal, comment, located, short_filename
 from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, numpy_path, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Function, Stmt, Var, const_expr
@@ -89,10 +89,10 @@ class Emitter(Primal, Accumulation):
             if st.target not in self.adj and st.target not in self.tuple_adj:
                 continue
             emitted = self.adjoint_stmt(st)
-            if emitted and st.line != line:
-                line = st.line
-                out.append(comment(f"adjoint of {short_filename(self.fn.filename)}:{st.line}  "
-                                   f"{st.text}"))
+            key, where = located(self.fn.filename, st.line, st.text)
+            if emitted and key != line:
+                line = key
+                out.append(comment(f"adjoint of {where}"))
             out.extend(emitted)
         return [st for st in out if id(st) not in self.dropped]
 

@@ -19,7 +19,7 @@ import numpy as np
 from srcgrad.ir import Const, Var, const_expr, value_expr
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
-           "helper_sources", "numpy_path"]
+           "helper_sources", "numpy_path", "is_generated"]
 
 
 class SymbolicError(TypeError):
@@ -148,6 +148,7 @@ class Tracer:
         self.temps: set[str] = set()
         self.defs: dict[str, ast.expr] = {}     # every temporary's expression
         self.helpers: dict[str, Any] = {}
+        self.embed: Any = None      # (generated function, base) -> its name in this module
 
     def bind(self, expr: ast.expr) -> Sym:
         name = self.fresh(_hint(expr))
@@ -176,6 +177,8 @@ class Tracer:
         return to_expr(index)
 
     def use_helper(self, name: str, fn: Any) -> ast.expr:
+        if self.embed is not None and is_generated(fn):   # another transform's function
+            name = self.embed(fn, name)
         self.helpers.setdefault(name, fn)
         return ast.Name(name, ast.Load())
 
@@ -331,21 +334,34 @@ def _definition(fn: Any, name: str) -> str:
     return ast.unparse(node)
 
 
+def is_generated(fn: Any) -> bool:
+    """A function (or class) of a module srcgrad generated: a transform embedded in another."""
+    module = getattr(fn, "__module__", None)
+    return isinstance(module, str) and module.startswith("srcgrad_generated_")
+
+
 def helper_sources(helpers: dict[str, Any]) -> list[str]:
-    """Definitions of ``helpers`` and of the runtime functions they call, in a stable order."""
+    """Definitions of ``helpers`` and of the runtime functions they call (and, for another
+    transform's generated functions, of everything of its module they call), in a stable
+    order.  Two different definitions of one name are refused (ValueError)."""
     done: dict[str, str] = {}
-    todo = sorted(helpers.items())
+    todo = sorted(helpers.items(), key=lambda item: item[0])
     while todo:
         name, fn = todo.pop(0)
+        text = _definition(fn, name)
         if name in done:
+            if done[name] != text:
+                raise ValueError(f"two different functions named {name} would be printed in "
+                                 "one generated module; give the functions distinct names")
             continue
-        done[name] = _definition(fn, name)
+        done[name] = text
         module_globals = getattr(fn, "__globals__", {})
         for node in ast.walk(ast.parse(done[name])):
             if isinstance(node, ast.Name) and node.id not in done:
                 dep = module_globals.get(node.id)
                 src = getattr(dep, "helper_source", None) or (getattr(dep, "fn", None)
                                                               if hasattr(dep, "vjps") else dep)
-                if callable(src) and getattr(src, "__module__", "").startswith("srcgrad."):
+                module = getattr(src, "__module__", None) or ""
+                if callable(src) and (module.startswith("srcgrad.") or is_generated(src)):
                     todo.append((node.id, src))
     return [done[k] for k in sorted(done)]

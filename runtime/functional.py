@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime import grad_mode
+from srcgrad.runtime import forward_ad, grad_mode
 from srcgrad.runtime.autograd import grad
 from srcgrad.runtime.tensor import Tensor
 
@@ -52,28 +52,62 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
     return out, (g if is_tuple else g[0])
 
 
+def _tangents(v: Any, inputs: tuple, is_tuple: bool) -> tuple:
+    """``v`` as one tangent per input, checked (with the inputs) as PyTorch checks them."""
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            where = f"the value at index {i}" if is_tuple else "the given inputs"
+            raise TypeError("The inputs given to jvp must be either a Tensor or a tuple of "
+                            f"Tensors but {where} has type {type(x)}.")
+    if v is None:
+        if len(inputs) != 1 or inputs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        return (Tensor._make(np.ones_like(inputs[0]._data)),)
+    _, vs = _tuple(v)
+    if len(vs) != len(inputs):
+        raise RuntimeError(f"v is a tuple of invalid length: should be {len(inputs)} but got "
+                           f"{len(vs)}.")
+    for vi, x in zip(vs, inputs):
+        if tuple(vi.shape) != tuple(x.shape):
+            raise RuntimeError(f"v has invalid size: should be {x.shape} but got {vi.shape}.")
+    return vs
+
+
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple:
-    """``(func(inputs), J v)``, by differentiating a vjp with respect to its cotangent."""
+    """``(func(inputs), J v)`` in one forward pass, by forward-mode AD (:mod:`forward_ad`).
+
+    With ``create_graph`` both are differentiable, with respect to the inputs and to ``v``.
+    """
     is_tuple, ins = _tuple(inputs)
-    _, vs = _tuple(v) if v is not None else (False, (None,))
+    vs = _tangents(v, ins, is_tuple)
     with grad_mode.enable_grad():
         ins = _prepare(ins, create_graph)
-        out = func(*ins)
-        out_is_tuple, outs = _tuple(out)
-        dummies = tuple(Tensor._make(np.zeros_like(o._data), None, True) for o in outs)
-        g = grad(outs, ins, dummies, create_graph=True, allow_unused=True)
-        if vs == (None,):
-            vs = tuple(Tensor._make(np.ones_like(x._data)) for x in ins)
-        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None]
-        result = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
-                      create_graph=create_graph, allow_unused=True)
-    result = tuple(r if r is not None else Tensor._make(np.zeros_like(o._data))
-                   for r, o in zip(result, outs))
+        # a copy: writes in place in ``func`` change the tangent, never the caller's ``v``
+        vs = tuple(vi.clone() if create_graph else vi.detach().clone() for vi in vs)
+        with forward_ad.dual_level():
+            out = func(*(forward_ad.make_dual(x, vi) for x, vi in zip(ins, vs)))
+            out_is_tuple, outs = _tuple(out)
+            for o in outs:
+                if not isinstance(o, Tensor):
+                    raise TypeError(
+                        "The outputs of the user-provided function given to jvp must be either "
+                        "a Tensor or a tuple of Tensors but the given outputs of the "
+                        f"user-provided function has type {type(o)}.")
+            result = [forward_ad.unpack_dual(o).tangent for o in outs]
+    for i, (r, o) in enumerate(zip(result, outs)):
+        if r is None and strict:
+            raise RuntimeError(f"Output {i} of the user-provided function does not require "
+                               "gradients. The outputs must be computed in a differentiable "
+                               "manner from the input when running in strict mode.")
+        if r is None:
+            result[i] = Tensor._make(np.zeros_like(o._data))
     if not create_graph:
         outs = tuple(o.detach() for o in outs)
-        result = tuple(r.detach() for r in result)
-    return ((outs if out_is_tuple else outs[0]), (result if out_is_tuple else result[0]))
+        result = [r.detach() for r in result]
+    return ((tuple(outs) if out_is_tuple else outs[0]),
+            (tuple(result) if out_is_tuple else result[0]))
 
 
 def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,

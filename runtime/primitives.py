@@ -13,6 +13,10 @@ writes or an ``if`` on data, so the very same rule runs on NumPy or CuPy arrays 
 backward), on ``Tensor`` objects (``create_graph=True``) and on the compiler's symbolic values
 (which print it as source).
 
+Forward mode (:meth:`Primitive.jvp`) takes one tangent per input: an explicit rule given by
+:func:`defjvp`, or one derived from what the primitive is (linear, multilinear, or elementwise
+with a diagonal Jacobian: see :mod:`srcgrad.runtime.forward_rules`).
+
 What a rule reads decides what a node saves for the backward pass, exactly as PyTorch's nodes
 save what their formulas need: ``g * ans`` saves the output, ``g * np.cos(x)`` the input,
 ``np.reshape(g, x.shape)`` only the input's shape.
@@ -29,10 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.runtime.forward_rules import derived_jvp
+
 __all__ = [
     "Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
     "NUMPY_BINDINGS", "NO_GRADIENT", "bind_numpy", "sum_to", "unbroadcast", "helper",
-    "is_differentiable_dtype", "NotCompiled",
+    "is_differentiable_dtype", "NotCompiled", "defjvp",
 ]
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -86,7 +92,8 @@ class Primitive:
     """
 
     __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "elementwise",
-                 "dtype_rule", "reads", "_saves", "complete", "__dict__")
+                 "dtype_rule", "reads", "_saves", "complete", "jvp_rule", "linear",
+                 "multilinear", "diagonal", "__dict__")
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,
@@ -102,6 +109,10 @@ class Primitive:
         self.reads: list[dict[str, str]] = []
         self._saves: dict[tuple[bool, ...], tuple[str, tuple[str, ...]]] = {}
         self.complete = False
+        # forward mode (see forward_rules): an explicit rule, or what derives one
+        self.jvp_rule: Callable | None = None
+        self.linear = self.multilinear = False
+        self.diagonal = elementwise and getattr(fn, "signature", None) is None
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __repr__(self) -> str:
@@ -137,6 +148,19 @@ class Primitive:
             rule = self.argnum_vjp
             return lambda g, ans, *xs, **kw: rule(argnum, g, ans, *xs, **kw)
         return self.vjps[argnum] if argnum < len(self.vjps) else None
+
+    def jvp(self, tangents: list[Any], ans: Any, *xs: Any, **params: Any) -> Any:
+        """The output's tangent given one tangent per input (None: zero), or None when zero.
+
+        An input without a vjp rule is not differentiable: its tangent is ignored.  The
+        result broadcasts to ``ans``'s shape and may have a wider float dtype.
+        """
+        able = [self.argnum_vjp is not None or (i < len(self.vjps) and self.vjps[i] is not None)
+                for i in range(len(xs))]
+        tangents = [t if a else None for t, a in zip(tangents, able)]
+        if all(t is None for t in tangents):
+            return None
+        return derived_jvp(self, tangents, ans, xs, params, able)
 
     def needs(self, requires: list[bool]) -> tuple[bool, ...] | None:
         """Which inputs get a gradient, given which require one (None: no input does)."""
@@ -308,6 +332,20 @@ def defvjp_argnum(fun: Any, rule: Callable, *, dtype_rule: str = "promote",
     prim.argnum_vjp = rule
     prim.reads = [reads if reads is not None else _rule_reads(rule)]
     prim._finish()
+    return prim
+
+
+def defjvp(fun: Any, rule: Callable | None = None, *, linear: bool = False,
+           multilinear: bool = False, diagonal: bool = False) -> Primitive:
+    """Give ``fun`` a forward rule ``rule(tangents, ans, *xs, **params)`` (the output's
+    tangent, or None, from one tangent per input, None: zero), or mark it ``linear``
+    (jointly, in its differentiable inputs: reshape, sum), ``multilinear`` (in each input:
+    matmul, einsum) or ``diagonal`` (a diagonal Jacobian whose vjp rules are ``g`` times a
+    derivative: np.clip), from which :mod:`~srcgrad.runtime.forward_rules` derives one."""
+    prim = lookup(fun)
+    prim.jvp_rule = rule if rule is not None else prim.jvp_rule
+    prim.linear, prim.multilinear = prim.linear or linear, prim.multilinear or multilinear
+    prim.diagonal = prim.diagonal or diagonal
     return prim
 
 

@@ -23,6 +23,8 @@ from srcgrad.runtime.primitives import Primitive
 __all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 
 _state = grad_mode._state
+_forward_hook: Callable[[Primitive, Sequence[Any], dict, Tensor], None] | None = None
+"""Set by :mod:`srcgrad.runtime.forward_ad` while a dual level is open."""
 _EMPTY: dict = {}
 _new = object.__new__
 
@@ -360,14 +362,15 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     if dtype is not None and out.dtype is not dtype and out.dtype != dtype:
         out = out.astype(dtype)
     result = Tensor._make(out)
-    if not requires or not _state.enabled or out.dtype.kind not in "fc":
-        return result
-    needs = prim.needs([isinstance(a, Tensor) and a._requires_grad for a in args])
-    if needs is not None:
-        node = result._grad_fn = make_node(name, prim, params, args, needs, out)
-        result._requires_grad = True
-        if node.ans is not None:
-            node._ans_counter = result._version_counter
+    if requires and _state.enabled and out.dtype.kind in "fc":
+        needs = prim.needs([isinstance(a, Tensor) and a._requires_grad for a in args])
+        if needs is not None:
+            node = result._grad_fn = make_node(name, prim, params, args, needs, out)
+            result._requires_grad = True
+            if node.ans is not None:
+                node._ans_counter = result._version_counter
+    if _forward_hook is not None:       # a dual level is open: the tangent, after the node
+        _forward_hook(prim, args, params, result)
     return result
 
 

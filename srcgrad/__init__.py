@@ -9,6 +9,8 @@ from srcgrad import autograd, cuda, linalg, nn, optim, viz
 from srcgrad.api import Transform, grad, show, value_and_grad, vjp
 from srcgrad.compiled import compile
 from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.forward_api import jvp
+from srcgrad.jacobians import hessian, jacfwd, jacrev
 from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
 from srcgrad.runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from srcgrad.runtime.device import device

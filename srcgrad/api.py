@@ -31,6 +31,7 @@ from srcgrad.callables import (
     wrt_position,
 )
 from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.forward_api import of_transform
 from srcgrad.freshness import Snapshot
 from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
@@ -242,6 +243,11 @@ class Transform(SafetyNet):
         how = "compiled" if self._fn is not None else "eager fallback"
         return f"<srcgrad.{self.kind} of {self._name} ({how})>"
 
+    def as_primitive(self) -> Any:
+        """This gradient as one primitive, in a function that calls it and is differentiated."""
+        from srcgrad.forward_api import node_primitive
+        return node_primitive(self)
+
     def _bind(self, args: tuple, kwargs: dict) -> list:
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -358,16 +364,19 @@ def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
          strict: bool = False) -> Any:
     """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
     if fun is None:
-        return lambda f: Transform(f, "grad", wrt, backend=backend, strict=strict)
-    return Transform(fun, "grad", wrt, backend=backend, strict=strict)
+        return lambda f: grad(f, wrt, backend=backend, strict=strict)
+    return of_transform(fun, "grad", wrt, backend, strict) or Transform(
+        fun, "grad", wrt, backend=backend, strict=strict)
 
 
 def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
                    strict: bool = False) -> Any:
     """Like ``grad``, returning ``(value, gradient)``."""
     if fun is None:
-        return lambda f: Transform(f, "value_and_grad", wrt, backend=backend, strict=strict)
-    return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
+        return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
+    return of_transform(fun, "value_and_grad", wrt, backend, strict) or Transform(
+        fun, "value_and_grad", wrt, backend=backend, strict=strict)
+
 
 
 _VJP_CACHE: dict = {}
@@ -387,8 +396,5 @@ def vjp(fun: Callable, *args: Any, backend: str = "numpy", strict: bool = False)
 def show(fn: Any) -> None:
     """Print a transformed function's generated source (or why it fell back)."""
     source = getattr(fn, "source", None)
-    if source is None:
-        print(f"# {getattr(fn, '__qualname__', fn)} runs on the eager engine: "
-              f"{getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")
-    else:
-        print(source)
+    print(source if source is not None else f"# {getattr(fn, '__qualname__', fn)} runs on the "
+          f"eager engine: {getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")

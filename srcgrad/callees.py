@@ -103,5 +103,7 @@ def is_library(f: Any) -> bool:
 def is_transform(f: Any) -> bool:
     """A srcgrad transform, or ``srcgrad.grad``/``value_and_grad``/``vjp`` themselves."""
     api = sys.modules.get("srcgrad.api")    # read, not imported: the API imports the compiler
+    forward = sys.modules.get("srcgrad.forward_api")
     return api is not None and (isinstance(f, api.Transform) or any(f is t for t in (
-        api.grad, api.value_and_grad, api.vjp)))
+        api.grad, api.value_and_grad, api.vjp))) or forward is not None and (
+        f is forward.jvp or isinstance(f, forward.Jvp))

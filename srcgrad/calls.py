@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad import generated
 from srcgrad import lowering_tables as T
 from srcgrad.aliases import WRITING_METHODS
 from srcgrad.callees import bind_call, draws, hint, is_library, is_random, is_transform, qualname
@@ -26,6 +27,7 @@ from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, literal
 from srcgrad.lowering_arrays import int_arithmetic
 from srcgrad.methods import Methods, user_method
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
+from srcgrad.transform_calls import lower_transform_call
 
 __all__ = ["Calls"]
 
@@ -59,7 +61,9 @@ class Calls(Methods):
 
     # ------------------------------------------------------------------------ calls
     def call(self, fn: Const, node: ast.Call) -> Any:
-        f = fn.value
+        f = generated.original(fn.value)     # a generated module's copy of a helper
+        if f is not fn.value and not isinstance(f, Primitive):
+            return self.static_call(fn.value, node, hint(f))     # a @helper on shapes
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)
@@ -98,8 +102,7 @@ class Calls(Methods):
         if _static_when_constant(f):
             return self.static_call(f, node, label)
         if is_transform(f):
-            raise self.error(f"{qualname(f)} is a srcgrad transform: higher-order derivatives "
-                             "(grad of grad) are not compiled yet", node)
+            return lower_transform_call(self, f, node)
         if isinstance(f, Primitive) or f in NUMPY_BINDINGS or isinstance(f, np.ufunc) or \
                 f in T.SPECIAL_CALLS:
             args = [self.expr(a) for a in node.args]

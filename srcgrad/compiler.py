@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from srcgrad import generated
 from srcgrad.codegen import support
 from srcgrad.codegen.control import accumulators
 from srcgrad.codegen.lists import finish as finish_lists
@@ -138,9 +139,17 @@ def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str
     if scalar:
         module.free.setdefault("math", __import__("math"))
         title += " (specialised for Python floats)"
-    text = render(module.functions, module.helpers, module.temps, title, module.free, backend)
+    module.free, copies = generated.split_free(module.free)
+    module.helpers.update(copies)
+    try:
+        text = render(module.functions, module.helpers, module.temps, title, module.free,
+                      backend)
+    except ValueError as exc:             # two embedded functions of one name
+        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
+            from None
     try:
         functions = load(text, f"{kind} {ir.name}", module.free, backend)
+        generated.register(functions, module.helpers)
     except ImportError as exc:             # backend="cupy" without CuPy: the source stands
         functions = {main: _missing_backend(backend, exc)}
     return Built(text, graph, functions, main, ir, module.free)
@@ -172,9 +181,20 @@ class _ModuleBuilder:
         self.vjp_names: dict[Any, str] = {}
         self.in_progress: list[Any] = []
         self.taken = set(ir.used)
+        self.embedded: dict[Any, str] = {}
 
     def fresh_global(self, base: str) -> str:
         return fresh_name(base, self.taken)
+
+    def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
+        """The module's name for another transform's generated function it calls (a name
+        no variable of ``ir`` and no function of the module has)."""
+        name = self.embedded.get(fn)
+        if name is None:
+            name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
+            ir.used.add(name)
+            self.taken.add(name)
+        return name
 
     def vjp_name(self, callee: Any, label: str | None = None,
                  inactive: frozenset[int] = frozenset()) -> str:
@@ -211,6 +231,7 @@ class _ModuleBuilder:
             return self.vjp_name(callee, label, _inactive(ir, active, callee))
         em = Emitter(ir, active, ir.fresh, vjp_name, self.namespace,
                      facts=self.facts if name is None else None)
+        em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
         body = em.primal()
         result = em.operand(ir.result)
         if kind == "vjp":

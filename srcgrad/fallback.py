@@ -6,6 +6,7 @@ Also what the transforms need around it: calling a function with its parameters'
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from srcgrad.runtime.autograd import grad as autograd_grad
 from srcgrad.runtime.ndarray import Array, as_array_leaf, private_copy
 from srcgrad.runtime.tensor import Tensor
 
-__all__ = ["eager_transform", "call_with", "plain_error"]
+__all__ = ["eager_transform", "eager_jvp", "call_with", "plain_error"]
 
 
 def _value(x: Any) -> Any:
@@ -159,3 +160,34 @@ def plain_error(fun: Any, values: list, call: Callable | None) -> Exception | No
     except Exception as exc:  # noqa: BLE001 - any error of the user's code is the answer
         return exc
     return None
+
+
+def eager_jvp(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tuple:
+    """``(fun(*primals), J·tangents)`` on the eager engine: the derivative, along the
+    tangents, of the vjp with respect to its cotangent (which the vjp is linear in)."""
+    args, leaves = _wrap(list(primals), wrt)
+    with grad_mode.enable_grad(), stacking_list_operands(fun):
+        out = fun(*args)
+        flat, structure = pytree.flatten(out)
+        active = [k for k, o in enumerate(flat) if isinstance(o, Tensor) and o.requires_grad]
+        inputs, along = [], []
+        for i in wrt:
+            for w, t in zip(leaves[i][2], pytree.flatten(tangents[i])[0]):
+                if isinstance(w, Tensor):
+                    inputs.append(w)
+                    along.append(np.asarray(t))
+        seeds = [Tensor(np.zeros_like(flat[k]._data), requires_grad=True) for k in active]
+        found = autograd_grad([flat[k] for k in active], inputs, seeds, create_graph=True,
+                              allow_unused=True) if active and inputs else []
+        parts = [(g * Tensor._make(t)).sum() for g, t in zip(found, along) if g is not None]
+        total = functools.reduce(lambda a, b: a + b, parts) if parts else None
+        derived = autograd_grad([total], seeds, allow_unused=True) \
+            if total is not None and total.requires_grad else [None] * len(seeds)
+    by_leaf = dict(zip(active, derived))
+    result = []
+    for k, o in enumerate(flat):
+        value = _value(o)
+        d = by_leaf.get(k)
+        result.append(pytree.same_kind(d._data, value) if d is not None else
+                      pytree.zero_like(value) if pytree.differentiable(value) else None)
+    return _value(out), pytree.unflatten(structure, result)

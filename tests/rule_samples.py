@@ -43,6 +43,7 @@ SAMPLES: dict[str, tuple[list, dict]] = {
     "overwrite": ([r(2, 3), r(3)], {}),
     "to_device": ([r(3)], {"device": "cpu", "source": "cpu"}),
     "item": ([r(1, 1)], {}),
+    "match_tangent": ([r(3), np.zeros((2, 3), dtype=np.int64)], {}),   # x: only its form
     # constructors carrying a value (runtime/rules/constructors.py)
     "to_float": ([np.array(0.37)], {}), "cast_to": ([r(3)], {"dtype": np.float64}),
     "to_scalar": ([r(3)], {"dtype": np.float64}),

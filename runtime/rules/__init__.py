@@ -31,3 +31,4 @@ from srcgrad.runtime.rules.sorting import *
 from srcgrad.runtime.rules.special import *
 from srcgrad.runtime.rules.special_functions import *
 from srcgrad.runtime.rules.statistics import *
+from srcgrad.runtime.rules.tangents import *

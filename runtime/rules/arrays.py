@@ -7,6 +7,7 @@ import numpy as np
 
 from srcgrad.runtime.primitives import (
     bind_numpy,
+    defjvp,
     defvjp,
     defvjp_argnum,
     helper,
@@ -160,3 +161,10 @@ def to_device(x, *, device, source):
 defvjp(overwrite, lambda g, ans, x, src: np.zeros_like(g), lambda g, ans, x, src: g,
        broadcasts=True)
 defvjp(to_device, lambda g, ans, x, device, source: to_device(g, device=source, source=device))
+
+# Forward mode: every primitive here moves, copies or selects entries: linear.
+for _f in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
+           np.moveaxis, np.broadcast_to, np.flip, np.roll, np.tril, np.triu, np.tile,
+           np.repeat, np.copy, np.take, concatenate, stack, take_along, untake_along, overwrite,
+           to_device):
+    defjvp(_f, linear=True)

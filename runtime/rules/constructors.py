@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, helper, primitive, sum_to
+from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive, sum_to
 from srcgrad.runtime.rules.core import cast
 
 __all__ = ["cast_to", "to_float", "to_scalar", "full_of", "linspace_of",
@@ -82,3 +82,23 @@ defvjp(linspace_of,
        lambda g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0:
        np.sum(g * (linspace_weights(num, endpoint, axis, np.ndim(ans)) * float_result(ans)),
               axis=axis))
+
+
+# Forward mode: linear in the value, and an integer result has a zero tangent.
+defjvp(cast, lambda tangents, ans, x, dtype: cast(tangents[0], dtype=dtype) * float_result(ans))
+defjvp(cast_to, lambda tangents, ans, x, dtype:
+       cast_to(tangents[0], dtype=dtype) * float_result(ans))
+defjvp(to_float, linear=True)
+defjvp(to_scalar, lambda tangents, ans, x, dtype:
+       to_scalar(tangents[0], dtype=dtype) * float_result(ans))
+defjvp(full_of, lambda tangents, ans, value, shape, dtype=None:
+       full_of(tangents[0], shape=shape, dtype=dtype) * float_result(ans))
+
+
+def _linspace_jvp(tangents, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """The samples move with the ends: ``(1 - w) t_start + w t_stop`` (float results)."""
+    ts, tt = (0.0 * x if t is None else t for t, x in zip(tangents, (start, stop)))
+    return linspace_of(ts, tt, num=num, endpoint=endpoint, axis=axis) * float_result(ans)
+
+
+defjvp(linspace_of, _linspace_jvp)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from srcgrad.runtime.primitives import (
+    defjvp,
     defvjp,
     helper,
     primitive,
@@ -199,3 +200,11 @@ def item(x):
 
 defvjp(stop_gradient, None)
 defvjp(item, lambda g, ans, x: np.reshape(g, x.shape))
+
+# Forward mode: all of these are linear in their differentiable inputs (an index, a shape,
+# the other factor of a product is a parameter or a primal value); the two matmul
+# adjoints are bilinear in (g, the other factor).  ``cast``'s rule is in constructors.
+for _f in (unreduce, sum_to, unindex, index_put, getitem, item):
+    defjvp(_f, linear=True)
+for _f in (matmul_lhs_grad, matmul_rhs_grad):
+    defjvp(_f, multilinear=True)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, helper, primitive
+from srcgrad.runtime.forward_rules import reduced
+from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
 from srcgrad.runtime.rules.linalg import cofactors
 
 __all__ = ["triangle_grad", "cholesky_grad", "eigh_grad", "svd_grad", "qr_grad", "eigh_values",
@@ -205,3 +206,109 @@ defvjp(np.linalg.eigvalsh, lambda g, ans, a, UPLO="L": eigh_grad(a, UPLO, g, Non
        dtype_rule="float")
 defvjp(np.linalg.svdvals, lambda g, ans, x: svd_grad(x, None, g, None), nin=1,
        dtype_rule="float")
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode: the classical perturbation formulas, for the triangle a function reads
+# (``cholesky``, ``eigh``) and the reduced factors (``svd``, ``qr``); distinct eigenvalues
+# and singular values assumed, as in the vjp rules.
+
+@helper
+def triangle_tangent(t, lower):
+    """The symmetric tangent that a function reading the lower (or upper) triangle of its
+    argument sees: that triangle of ``t``, mirrored."""
+    part = np.tril(t) if lower else np.triu(t)
+    return part + np.swapaxes(part, -1, -2) - part * np.eye(np.shape(t)[-1], dtype=bool)
+
+
+@helper
+def cholesky_tangent(t, ans, upper=False):
+    """``dL = L phi(L^-1 dA L^-T)``, ``phi`` the lower triangle with half the diagonal."""
+    low = np.swapaxes(ans, -1, -2) if upper else ans
+    left = np.linalg.solve(low, triangle_tangent(t, not upper))               # L^-1 dA
+    inner = np.swapaxes(np.linalg.solve(low, np.swapaxes(left, -1, -2)), -1, -2)
+    phi = np.tril(inner) - 0.5 * inner * np.eye(np.shape(t)[-1], dtype=bool)
+    out = np.matmul(low, phi)
+    return np.swapaxes(out, -1, -2) if upper else out
+
+
+@helper
+def eigh_tangent(a, UPLO, t, vectors):
+    """``dw = diag(V^T dA V)`` or ``dV = V (F o (V^T dA V))``, ``F_ij = 1 / (w_j - w_i)``."""
+    w, v = np.linalg.eigh(a, UPLO)
+    inner = np.matmul(np.swapaxes(v, -1, -2),
+                      np.matmul(triangle_tangent(t, UPLO.upper() == "L"), v))
+    if not vectors:
+        return np.diagonal(inner, 0, -2, -1)
+    off = 1.0 - np.eye(np.shape(w)[-1])
+    f = off / (np.expand_dims(w, -2) - np.expand_dims(w, -1) + (1.0 - off))
+    return np.matmul(v, f * inner)
+
+
+@helper
+def svd_tangent(a, t, part):
+    """The tangent of ``u`` (``part`` 0), ``s`` (1) or ``vh`` (2) of the reduced SVD."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    v = np.swapaxes(vh, -1, -2)
+    ds = np.matmul(np.swapaxes(u, -1, -2), np.matmul(t, v))
+    if part == 1:
+        return np.diagonal(ds, 0, -2, -1)
+    s_row = np.expand_dims(s, -2)
+    off = 1.0 - np.eye(np.shape(s)[-1])
+    f = off / ((s_row - np.swapaxes(s_row, -1, -2)) * (s_row + np.swapaxes(s_row, -1, -2))
+               + (1.0 - off))                                          # 1 / (s_j² - s_i²)
+    rows, cols = np.shape(a)[-2:]
+    if part == 0:
+        scaled = ds * s_row
+        out = np.matmul(u, f * (scaled + np.swapaxes(scaled, -1, -2)))
+        if rows > cols:
+            moved = np.matmul(t, v)
+            out = out + (moved - np.matmul(u, np.matmul(np.swapaxes(u, -1, -2), moved))) / s_row
+        return out
+    scaled = np.swapaxes(s_row, -1, -2) * ds
+    out = np.matmul(v, f * (scaled + np.swapaxes(scaled, -1, -2)))
+    if cols > rows:
+        moved = np.matmul(np.swapaxes(t, -1, -2), u)
+        out = out + (moved - np.matmul(v, np.matmul(vh, moved))) / s_row
+    return np.swapaxes(out, -1, -2)
+
+
+def _qr_square_tangent(q, r, t):
+    """(dq, dr) of ``a = q r`` with ``r`` square: ``dq = q (do - C) + t r^-1``,
+    ``dr = (C - do) r``, where ``C = q^T t r^-1`` and ``do`` its skew part."""
+    moved = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(t, -1, -2)), -1, -2)
+    c = np.matmul(np.swapaxes(q, -1, -2), moved)
+    lower = np.tril(c, -1)
+    skew = lower - np.swapaxes(lower, -1, -2)
+    return np.matmul(q, skew - c) + moved, np.matmul(c - skew, r)
+
+
+@helper
+def qr_tangent(a, t, part):
+    """The tangent of ``q`` (``part`` 0) or ``r`` (1) of the reduced QR; of a wide ``a = [x |
+    y]``: ``x = q u`` is square, and ``v = q^T y``."""
+    q, r = np.linalg.qr(a)
+    rows, cols = np.shape(a)[-2:]
+    if rows >= cols:
+        return _qr_square_tangent(q, r, t)[part]
+    dq, du = _qr_square_tangent(q, r[..., :rows], t[..., :rows])
+    if part == 0:
+        return dq
+    dv = np.matmul(np.swapaxes(dq, -1, -2), a[..., rows:]) + np.matmul(
+        np.swapaxes(q, -1, -2), t[..., rows:])
+    return np.concatenate([du, dv], axis=-1)
+
+
+defjvp(np.linalg.cholesky, lambda tangents, ans, a, upper=False:
+       cholesky_tangent(tangents[0], ans, upper))
+defjvp(eigh_values, lambda tangents, ans, a, UPLO="L": eigh_tangent(a, UPLO, tangents[0], False))
+defjvp(np.linalg.eigvalsh, lambda tangents, ans, a, UPLO="L":
+       eigh_tangent(a, UPLO, tangents[0], False))
+defjvp(eigh_vectors, lambda tangents, ans, a, UPLO="L": eigh_tangent(a, UPLO, tangents[0], True))
+defjvp(svd_u, lambda tangents, ans, a: svd_tangent(a, tangents[0], 0))
+defjvp(svd_s, lambda tangents, ans, a: svd_tangent(a, tangents[0], 1))
+defjvp(np.linalg.svdvals, lambda tangents, ans, x: svd_tangent(x, tangents[0], 1))
+defjvp(svd_vh, lambda tangents, ans, a: svd_tangent(a, tangents[0], 2))
+defjvp(qr_q, lambda tangents, ans, a: qr_tangent(a, tangents[0], 0))
+defjvp(qr_r, lambda tangents, ans, a: qr_tangent(a, tangents[0], 1))
+defjvp(slogdet_logabsdet, reduced(*slogdet_logabsdet.vjps, axis=(-2, -1)))

@@ -13,6 +13,7 @@ from srcgrad.runtime.primitives import (
     NotCompiled,
     Primitive,
     bind_numpy,
+    defjvp,
     defvjp,
     helper,
     lookup,
@@ -141,6 +142,12 @@ defvjp(np.sinc, lambda g, ans, x: g * np.where(
 defvjp(np.nan_to_num, lambda g, ans, x, nan=0.0, posinf=None, neginf=None:
        np.where(np.isfinite(x), g, 0.0), nin=1)
 
+# Forward mode: the ufuncs above are diagonal (their vjp rule is their jvp); so are these
+# elementwise functions of other kinds, and ``where`` is linear in its two values.
+for _f in (np.clip, np.sinc, np.nan_to_num):
+    defjvp(_f, diagonal=True)
+defjvp(np.where, linear=True)
+
 # Comparisons and logic: boolean results, no gradient.
 for _f in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_xor):
@@ -225,6 +232,9 @@ def _math_primitive(fun: object, twin: object) -> Primitive:
                      dtype_rule="float")
     return defvjp(prim, *rules.vjps)
 
+
+for _f in (np.real, np.imag, np.angle):
+    defjvp(_f, diagonal=True)
 
 MATH_PRIMITIVES: dict[object, Primitive] = {
     f: _math_primitive(f, twin) for f, twin in MATH_TWINS.items()}

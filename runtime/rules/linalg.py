@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcgrad.runtime.forward_rules import reduced
 from srcgrad.runtime.primitives import (
     bind_numpy,
+    defjvp,
     defvjp,
     defvjp_argnum,
     helper,
+    lookup,
     primitive,
     sum_to,
 )
@@ -135,6 +138,8 @@ def _einsum(*args, optimize=False, **kwargs):
 
 
 bind_numpy(np.einsum, einsum, _einsum)
+defjvp(np.matmul, multilinear=True)
+defjvp(einsum, multilinear=True)
 @helper
 def solve_grad(g, x, a, b, lhs):
     """Gradient of ``x = np.linalg.solve(a, b)`` for ``a`` (``lhs``) or ``b``; a 1-D ``b`` is
@@ -155,6 +160,23 @@ defvjp(np.linalg.solve, lambda g, ans, a, b: solve_grad(g, ans, a, b, True),
        lambda g, ans, a, b: solve_grad(g, ans, a, b, False), nin=2, dtype_rule="float")
 defvjp(np.linalg.inv, lambda g, ans, x: -np.matmul(
     np.swapaxes(ans, -1, -2), np.matmul(g, np.swapaxes(ans, -1, -2))), nin=1, dtype_rule="float")
+
+
+@helper
+def solve_tangent(a, b, x, ta, tb):
+    """Tangent of ``x = np.linalg.solve(a, b)``: ``solve(a, tb - ta x)`` (None: a zero
+    tangent); a 1-D ``b`` is one vector for every matrix, as NumPy 2 reads it."""
+    vector = np.ndim(b) == 1
+    rhs = 0.0 * x if tb is None else tb + 0.0 * x
+    if ta is not None:
+        rhs = rhs - (np.matmul(ta, np.expand_dims(x, -1))[..., 0] if vector else np.matmul(ta, x))
+    if vector:
+        return np.linalg.solve(a, np.expand_dims(rhs, -1))[..., 0]
+    return np.linalg.solve(a, rhs)
+
+
+defjvp(np.linalg.solve, lambda tangents, ans, a, b: solve_tangent(a, b, ans, *tangents))
+defjvp(np.linalg.inv, lambda tangents, ans, x: -np.matmul(ans, np.matmul(tangents[0], ans)))
 @helper
 def cofactors(x):
     """The cofactor matrix of ``x`` (of each matrix of a stack): ``adj(x)^T``, the gradient of
@@ -180,8 +202,9 @@ def det_grad(x, ans):
     return np.expand_dims(ans, (-2, -1)) * np.swapaxes(inverse, -1, -2)
 
 
-defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g, (-2, -1)) * det_grad(x, ans), nin=1,
-       dtype_rule="float")
+_det = defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g, (-2, -1)) * det_grad(x, ans),
+              nin=1, dtype_rule="float")
+defjvp(_det, reduced(*_det.vjps, axis=(-2, -1)))
 
 
 # NumPy 2's array-API spellings: ``np.linalg.matmul``, ``tensordot``, ``outer``, ``vecdot``,
@@ -236,3 +259,12 @@ _spelling(np.linalg.vector_norm, 1, lambda g, ans, x, axis=None, keepdims=False,
 # np.matrix_transpose a function.
 _spelling(np.vecdot, 2, _vecdot_lhs, _vecdot_rhs, broadcasts=True, prefix="")
 _spelling(np.matrix_transpose, 1, _transpose_last, prefix="")
+
+# Forward mode of the spellings: products are multilinear, the views linear, norms reductions.
+for _name in ("linalg_matmul", "linalg_tensordot", "linalg_outer", "linalg_vecdot",
+              "linalg_cross", "vecdot"):
+    defjvp(lookup(_name), multilinear=True)
+for _name in ("linalg_trace", "linalg_diagonal", "linalg_matrix_transpose", "matrix_transpose"):
+    defjvp(lookup(_name), linear=True)
+defjvp(lookup("linalg_matrix_norm"), reduced(*lookup("linalg_matrix_norm").vjps, axis=(-2, -1)))
+defjvp(lookup("linalg_vector_norm"), reduced(*lookup("linalg_vector_norm").vjps))

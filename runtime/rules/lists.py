@@ -13,7 +13,7 @@ import builtins
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, helper, primitive, unbroadcast
+from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive, unbroadcast
 
 
 @helper
@@ -68,6 +68,8 @@ defvjp(stack_list, lambda g, ans, xs, axis=0: unstack(g, xs, axis=axis))
 defvjp(array_list, lambda g, ans, xs: unstack(g, xs))
 defvjp(concatenate_list, lambda g, ans, xs, axis=0: split_like(g, xs, axis=axis))
 defvjp(sum_list, lambda g, ans, xs: spread(g, xs))
+for _f in (stack_list, array_list, concatenate_list, sum_list):
+    defjvp(_f, linear=True)             # of the list of tangents (None: zeros)
 
 PRINTED_AS = {stack_list: np.stack, array_list: np.array, concatenate_list: np.concatenate,
               sum_list: builtins.sum}

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, helper
+from srcgrad.runtime.forward_rules import reduced
+from srcgrad.runtime.primitives import defjvp, defvjp, helper
 
 __all__ = ["undiagonal", "trace_grad", "diag_grad", "norm", "norm_grad", "norm_axes"]
 
@@ -121,3 +122,7 @@ def norm_grad(g, ans, x, ord=None, axis=None, keepdims=False, vector=False):
 norm = defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False:
               norm_grad(g, ans, x, ord, axis, keepdims), nin=1, dtype_rule="float")
 """The primitive of ``np.linalg.norm`` (``Tensor.norm`` records it)."""
+
+for _f in (np.diagonal, np.trace, np.diag, np.diagflat):
+    defjvp(_f, linear=True)
+defjvp(norm, reduced(*norm.vjps))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from srcgrad.runtime.primitives import (
+    defjvp,
     defvjp,
     primitive,
 )
@@ -145,3 +146,31 @@ defvjp(binary_cross_entropy, lambda g, ans, x, target, weight=None, reduction="m
 defvjp(addmm, lambda g, ans, c, a, b: g,
        lambda g, ans, c, a, b: np.matmul(g, np.swapaxes(b, -1, -2)),
        lambda g, ans, c, a, b: np.matmul(np.swapaxes(a, -1, -2), g), broadcasts=True)
+
+
+# Forward mode.  The activations are elementwise (diagonal), nll_loss is linear (it picks
+# entries), addmm is ``c + a @ b``, and a fused loss is its elementwise loss, reduced: the
+# tangent of each element is the vjp rule's at ``reduction="none"`` with a cotangent of 1.
+
+def _loss_jvp(prim):
+    def rule(tangents, ans, x, y, reduction="mean", **params):
+        per = [t * vjp(1.0, ans, x, y, reduction="none", **params)
+               for t, vjp in zip(tangents, prim.vjps) if t is not None]
+        return _reduce(per[0] if len(per) == 1 else per[0] + per[1], reduction)
+    return rule
+
+
+def _addmm_jvp(tangents, ans, c, a, b):
+    tc, ta, tb = tangents
+    terms = [t for t in (tc, None if ta is None else np.matmul(ta, b),
+                         None if tb is None else np.matmul(a, tb)) if t is not None]
+    return terms[0] if len(terms) == 1 else sum(terms[1:], terms[0])
+
+
+for _f in (normal_cdf, gelu, softplus, leaky_relu):
+    defjvp(_f, diagonal=True)
+for _f in (nll_loss, nll_loss_grad):
+    defjvp(_f, linear=True)
+for _f in (mse_loss, binary_cross_entropy_with_logits, binary_cross_entropy):
+    defjvp(_f, _loss_jvp(_f))
+defjvp(addmm, _addmm_jvp)

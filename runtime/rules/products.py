@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import bind_numpy, defvjp, helper, lookup, sum_to
+from srcgrad.runtime.primitives import bind_numpy, defjvp, defvjp, helper, lookup, sum_to
 
 __all__ = ["dot_lhs_grad", "dot_rhs_grad", "inner_grad", "inner_rhs_grad", "tensordot_axes",
            "tensordot_lhs_grad", "tensordot_rhs_grad", "kron_grad", "cross_grad",
@@ -239,3 +239,11 @@ def _polyval(p, x):
 
 
 bind_numpy(np.polyval, lookup(np.polyval), _polyval)
+
+# Forward mode: every product is linear in each factor; polyval in its coefficients only.
+for _f in (np.dot, np.inner, np.vdot, np.outer, np.tensordot, np.kron, np.cross, np.convolve,
+           np.correlate):
+    defjvp(_f, multilinear=True)
+defjvp(np.polyval, lambda tangents, ans, p, x: (
+    (0.0 if tangents[0] is None else np.polyval(tangents[0], x))
+    + (0.0 if tangents[1] is None else polyval_grad(tangents[1], p, x, False))))

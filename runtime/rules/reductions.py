@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcgrad.runtime.forward_rules import reduced
 from srcgrad.runtime.primitives import (
     bind_numpy,
+    defjvp,
     defvjp,
     helper,
     lookup,
@@ -182,3 +184,39 @@ defvjp(logsumexp, lambda g, ans, x, axis=None, keepdims=False:
 defvjp(softmax, lambda g, ans, x, axis=-1: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)))
 defvjp(log_softmax, lambda g, ans, x, axis=-1:
        g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode.  Sums, means and cumulative sums are linear; every other reduction is
+# ``sum(t * vjp(ones))`` over its axes (each entry reaches one result: forward_rules.reduced).
+
+def _cumprod_tangent_last(t, x):
+    """Tangent of ``np.cumprod(x, axis=-1)``, exact at zeros: entry ``j`` is
+    ``sum_{i <= j} t_i * prod_{k <= j, k != i} x_k`` (the transpose of ``_cumprod_last``)."""
+    n = x.shape[-1]
+    ones = np.ones_like(x[..., :1])
+    before = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.where(triangle(n, 1), x[..., None, :], 1.0), axis=-1)
+    return np.sum(np.where(triangle(n), after, 0.0) * (t * before)[..., :, None], axis=-2)
+
+
+def _cumprod_jvp(tangents, ans, x, axis=None):
+    t = tangents[0] + 0.0 * x               # a tangent broadcast to x's shape
+    if axis is None:
+        return _cumprod_tangent_last(np.reshape(t, (-1,)), np.reshape(x, (-1,)))
+    moved = _cumprod_tangent_last(np.moveaxis(t, axis, -1), np.moveaxis(x, axis, -1))
+    return np.moveaxis(moved, -1, axis)
+
+
+for _f in (np.sum, np.mean, np.cumsum):
+    defjvp(_f, linear=True)
+for _f in (np.prod, np.max, np.min, np.var, np.std, np.ptp, np.nanmax, np.nanmin, np.nansum,
+           np.nanmean, np.nanvar, np.nanstd, np.nanprod, logsumexp):
+    defjvp(_f, reduced(*lookup(_f).vjps))
+defjvp(np.cumprod, _cumprod_jvp)
+defjvp(np.nancumsum, lambda tangents, ans, x, axis=None:
+       np.cumsum(np.where(np.isnan(x), 0.0, tangents[0]), axis=axis))
+defjvp(softmax, lambda tangents, ans, x, axis=-1:
+       ans * (tangents[0] - np.sum(tangents[0] * ans, axis=axis, keepdims=True)))
+defjvp(log_softmax, lambda tangents, ans, x, axis=-1:
+       tangents[0] - np.sum(tangents[0] * np.exp(ans), axis=axis, keepdims=True))

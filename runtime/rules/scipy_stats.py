@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, defvjp_argnum, helper, primitive
+from srcgrad.runtime.primitives import defjvp, defvjp, defvjp_argnum, helper, primitive
 from srcgrad.runtime.rules.bessel import refuse_gradient
 from srcgrad.runtime.rules.special import digamma
 
@@ -176,3 +176,24 @@ def _dirichlet_vjp_alpha(g, ans, x, alpha, method):
 
 
 defvjp(dirichlet, _dirichlet_vjp_x, _dirichlet_vjp_alpha)
+
+
+# Forward mode: continuous and poisson are elementwise in all their inputs (diagonal);
+# dirichlet reduces over the components (the first axis of x, alpha's only one).
+
+def _dirichlet_jvp(tangents, ans, x, alpha, method):
+    tx, ta = tangents
+    column = np.reshape(alpha, _column_shape(alpha.shape, x.ndim))
+    moved = 0.0 * x
+    if tx is not None:
+        moved = moved + tx * (column - 1.0) / x
+    if ta is not None:
+        d = np.log(x) - digamma(column) + digamma(np.sum(alpha))
+        moved = moved + np.reshape(ta, _column_shape(alpha.shape, x.ndim)) * d
+    out = np.sum(moved, axis=0)                      # the tangent of logpdf
+    return out * ans if method == "pdf" else out
+
+
+defjvp(continuous, diagonal=True)
+defjvp(poisson, diagonal=True)
+defjvp(dirichlet, _dirichlet_jvp)

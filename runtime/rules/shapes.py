@@ -15,6 +15,7 @@ import numpy as np
 
 from srcgrad.runtime.primitives import (
     bind_numpy,
+    defjvp,
     defvjp,
     defvjp_argnum,
     helper,
@@ -307,3 +308,25 @@ defvjp(np.fliplr, lambda g, ans, m: np.fliplr(g), nin=1)
 defvjp(np.flipud, lambda g, ans, m: np.flipud(g), nin=1)
 defvjp(np.rollaxis, lambda g, ans, a, axis, start=0: np.transpose(
     g, rollaxis_back(a.ndim, axis, start)), nin=1)
+
+# Forward mode: all linear, except that ``diff``'s ``prepend``/``append`` and ``pad``'s
+# ``constant_values`` are constants, whose tangent is zero.
+for _f in (*ATLEAST.values(), split_piece, joined, joined_rows, np.rot90, np.fliplr, np.flipud,
+           np.rollaxis):
+    defjvp(_f, linear=True)
+
+
+def _diff_jvp(tangents, ans, a, n=1, axis=-1, **ends):
+    """``diff``'s tangent: the ends it adds (``prepend``, ``append``) are constants."""
+    return np.diff(tangents[0], n=n, axis=axis, **{k: 0.0 * v for k, v in ends.items()
+                                                   if v is not None})
+
+
+def _pad_jvp(tangents, ans, array, pad_width, mode="constant", **options):
+    """``pad``'s tangent: the constant it pads with has none."""
+    return np.pad(tangents[0], pad_width, mode=mode,
+                  **{k: v for k, v in options.items() if k != "constant_values"})
+
+
+defjvp(np.diff, _diff_jvp)
+defjvp(np.pad, _pad_jvp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, helper, primitive
+from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
 
 __all__ = ["signal_convolve", "CONVOLVE_MODES"]
 
@@ -44,3 +44,4 @@ def _operand_rule(which: int):
 
 
 defvjp(signal_convolve, _operand_rule(0), _operand_rule(1))
+defjvp(signal_convolve, multilinear=True)

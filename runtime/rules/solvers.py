@@ -15,6 +15,7 @@ import numpy as np
 from srcgrad.runtime.primitives import (
     Primitive,
     bind_numpy,
+    defjvp,
     defvjp,
     defvjp_argnum,
     helper,
@@ -29,6 +30,7 @@ from srcgrad.runtime.rules.decompositions import (
     slogdet_sign,
     svd_grad,
     svd_s,
+    svd_tangent,
     svd_u,
     svd_vh,
 )
@@ -162,6 +164,68 @@ def multi_dot_grad(argnum, g, ans, *arrays):
 
 
 defvjp_argnum(multi_dot, multi_dot_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode (constant rank, as the vjp rules).
+
+@helper
+def pinv_tangent(t, x, a):
+    """Tangent of ``x = pinv(a)``: ``-x t x + x x^T t^T (I - a x) + (I - x a) t^T x^T x``."""
+    xt = np.swapaxes(x, -1, -2)
+    tt = np.swapaxes(t, -1, -2)
+    rows = np.eye(np.shape(a)[-2]) - np.matmul(a, x)
+    cols = np.eye(np.shape(a)[-1]) - np.matmul(x, a)
+    return (-np.matmul(x, np.matmul(t, x)) + np.matmul(np.matmul(x, xt), np.matmul(tt, rows))
+            + np.matmul(cols, np.matmul(tt, np.matmul(xt, x))))
+
+
+@helper
+def lstsq_tangent(a, b, ta, tb, rcond, part):
+    """Tangent of element ``part`` (0: the solution, 1: the residuals, 3: the singular
+    values) of ``np.linalg.lstsq(a, b, rcond)`` (None: a zero tangent)."""
+    if part == 3:
+        return 0.0 * np.linalg.svd(a, compute_uv=False) if ta is None else svd_tangent(a, ta, 1)
+    x_plus = np.linalg.pinv(a, rcond=rcond)
+    x = np.matmul(x_plus, b)
+    moved = 0.0 * b if tb is None else tb + 0.0 * b
+    if part == 0:                                     # x = pinv(a) b
+        out = np.matmul(x_plus, moved)
+        return out if ta is None else out + np.matmul(pinv_tangent(ta, x_plus, a), b)
+    if ta is not None:                                # d(b) - d(a) x
+        moved = moved - np.matmul(ta, x)
+    residuals = np.linalg.lstsq(a, b, rcond=rcond)[1]
+    if np.size(residuals) == 0:
+        return residuals
+    r = b - np.matmul(a, x)              # a^T r = 0: a's own move adds no first-order term
+    return np.reshape(2.0 * np.sum(r * moved, axis=0), np.shape(residuals))
+
+
+@helper
+def matrix_power_tangent(t, a, n):
+    """Tangent of ``matrix_power(a, n)``: ``sum_k B^k dB B^(n-1-k)``, ``B = inv(a)`` and
+    ``dB = -B t B`` for negative ``n``."""
+    base = a if n >= 0 else np.linalg.inv(a)
+    step = t if n >= 0 else -np.matmul(base, np.matmul(t, base))
+    eye = np.eye(np.shape(a)[-1])
+    powers = [eye + 0.0 * base]
+    for _ in range(abs(n) - 1):
+        powers.append(np.matmul(powers[-1], base))
+    out = 0.0 * base
+    for k in range(abs(n)):
+        out = out + np.matmul(powers[k], np.matmul(step, powers[abs(n) - 1 - k]))
+    return out
+
+
+defjvp(np.linalg.pinv, lambda tangents, ans, a, rcond=None, hermitian=False, rtol=None:
+       pinv_tangent(tangents[0], ans, a))
+defjvp(lstsq_solution, lambda tangents, ans, a, b, rcond=None:
+       lstsq_tangent(a, b, *tangents, rcond, 0))
+defjvp(lstsq_residuals, lambda tangents, ans, a, b, rcond=None:
+       lstsq_tangent(a, b, *tangents, rcond, 1))
+defjvp(lstsq_sv, lambda tangents, ans, a, b, rcond=None: lstsq_tangent(a, b, *tangents, rcond, 3))
+defjvp(np.linalg.matrix_power, lambda tangents, ans, a, n: matrix_power_tangent(tangents[0], a, n))
+defjvp(multi_dot, multilinear=True)
 
 
 def _full_matrices_refused(params: dict) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import bind_numpy, defvjp, helper, lookup, primitive
+from srcgrad.runtime.primitives import bind_numpy, defjvp, defvjp, helper, lookup, primitive
 from srcgrad.runtime.rules.core import numel, unreduce
 from srcgrad.runtime.rules.shapes import carries_gradient
 
@@ -165,3 +165,39 @@ def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 bind_numpy(np.median, lookup(np.median), _median)
 bind_numpy(np.quantile, lookup(np.quantile), _quantile_adapter(np.quantile))
 bind_numpy(np.percentile, lookup(np.percentile), _quantile_adapter(np.percentile))
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode.  A sorted or partitioned result takes each tangent entry along with its
+# value (the permutation recovered as the vjp rule does); ``take_along_axis`` and its adjoint
+# are linear; an order statistic is a reduction: its tangent is that of the entries it
+# interpolates, ``sum(t * vjp(ones))`` (one reduction per quantile of a list).
+
+def _permuted_jvp(tangents, ans, a, axis=-1, kind=None, stable=None):
+    t = tangents[0] + 0.0 * a
+    if axis is None:
+        flat = np.reshape(a, (-1,))
+        return np.take_along_axis(np.reshape(t, (-1,)), source_positions(flat, ans, 0), axis=0)
+    return np.take_along_axis(t, source_positions(a, ans, axis), axis=axis)
+
+
+def _quantile_jvp(tangents, ans, a, q, axis=None, method="linear", keepdims=False):
+    """Tangent of the quantile(s) ``q`` of ``a``."""
+    t = tangents[0]
+    if np.ndim(q) > 0:
+        return np.stack([_quantile_jvp(tangents, ans[k], a, q[k], axis, method, keepdims)
+                         for k in range(len(q))])
+    weights = _quantile_vjp(np.ones_like(ans), ans, a, q, axis, keepdims)
+    return np.sum(t * weights, axis=axis, keepdims=keepdims)
+
+
+defjvp(np.sort, _permuted_jvp)
+defjvp(np.partition, lambda tangents, ans, a, kth, axis=-1, kind="introselect":
+       _permuted_jvp(tangents, ans, a, axis))
+defjvp(np.median, lambda tangents, ans, a, axis=None, keepdims=False:
+       _quantile_jvp(tangents, ans, a, 0.5, axis, keepdims=keepdims))
+defjvp(np.quantile, _quantile_jvp)
+defjvp(np.percentile, lambda tangents, ans, a, q, axis=None, method="linear", keepdims=False:
+       _quantile_jvp(tangents, ans, a, fractions(q), axis, method, keepdims))
+for _f in (scatter_along, np.take_along_axis):
+    defjvp(_f, linear=True)

@@ -16,10 +16,12 @@ import sys
 
 import numpy as np
 
+from srcgrad.runtime.forward_rules import reduced
 from srcgrad.runtime.primitives import (
     NUMPY_BINDINGS,
     Primitive,
     bind_numpy,
+    defjvp,
     defvjp,
     helper,
     primitive,
@@ -134,6 +136,8 @@ def _lse_b_vjp_b(g, ans, a, b, axis=None, keepdims=False):
 
 defvjp(multigammaln, _multigammaln_vjp)
 defvjp(logsumexp_b, _lse_b_vjp_a, _lse_b_vjp_b)
+defjvp(multigammaln, diagonal=True)
+defjvp(logsumexp_b, reduced(_lse_b_vjp_a, _lse_b_vjp_b))
 
 SCIPY_NAMES = {"expit": sigmoid, "logit": logit, "erf": erf, "erfc": erfc,
                "gammaln": gammaln, "digamma": digamma, "psi": digamma,
@@ -169,6 +173,8 @@ def _eager_alias(prim: Primitive) -> Primitive:
     alias = Primitive(prim.name, prim.fn, prim.nin, broadcasts=prim.broadcasts,
                       elementwise=prim.elementwise, dtype_rule=prim.dtype_rule)
     alias.vjps, alias.argnum_vjp, alias.reads = prim.vjps, prim.argnum_vjp, prim.reads
+    alias.jvp_rule, alias.linear, alias.multilinear, alias.diagonal = (
+        prim.jvp_rule, prim.linear, prim.multilinear, prim.diagonal)
     alias._finish()
     return alias
 

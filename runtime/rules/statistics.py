@@ -13,6 +13,7 @@ import numpy as np
 from srcgrad.runtime.primitives import (
     NotCompiled,
     bind_numpy,
+    defjvp,
     defvjp,
     helper,
     lookup,
@@ -88,6 +89,23 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     return weighted_average(a, weights, axis=axis, keepdims=keepdims)
 
 
+
+
+def _average_jvp(tangents, ans, a, weights, axis=None, keepdims=False):
+    """``sum(w ta + (a - ans) tw) / sum(w)`` over ``axis``."""
+    ta, tw = tangents
+    w = aligned_weights(weights, a.shape, axis)
+    moved = 0.0 * a
+    if ta is not None:
+        moved = moved + ta * w
+    if tw is not None:
+        mean = unreduce(ans, shape=a.shape, axis=axis, keepdims=keepdims)
+        moved = moved + aligned_weights(tw, a.shape, axis) * (a - mean)
+    total = np.sum(np.broadcast_to(w, a.shape), axis=axis, keepdims=keepdims)
+    return np.sum(moved, axis=axis, keepdims=keepdims) / total
+
+
+defjvp(weighted_average, _average_jvp)
 bind_numpy(np.average, lookup(np.mean), _average)
 
 
@@ -128,10 +146,45 @@ def corrcoef_grad(g, x, rowvar=True):
     return cov_grad(gc, x, rowvar)
 
 
+@helper
+def cov_tangent(t, m, rowvar=True, bias=False, ddof=None):
+    """Tangent of ``np.cov(m, rowvar=rowvar, bias=bias, ddof=ddof)`` along ``t`` (of m's
+    shape): ``(T X^T + X T^T) / n`` of the centred variables ``X`` and tangents ``T``."""
+    x, t = (np.reshape(v, (1, -1)) if np.ndim(m) < 2 else v for v in (m, t))
+    if not rowvar and np.shape(x)[0] != 1:
+        x, t = np.transpose(x), np.transpose(t)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = np.shape(x)[1] - ddof
+    centred = x - np.mean(x, axis=1, keepdims=True)
+    moved = t - np.mean(t, axis=1, keepdims=True)
+    out = (moved @ np.transpose(centred) + centred @ np.transpose(moved)) / n
+    return out[0, 0] if np.shape(out) == (1, 1) else out
+
+
+@helper
+def corrcoef_tangent(t, x, rowvar=True):
+    """Tangent of ``np.corrcoef(x, rowvar=rowvar)`` (entries NumPy clips to [-1, 1] get
+    none, as in :func:`corrcoef_grad`)."""
+    c = np.cov(x, rowvar=rowvar)
+    if np.ndim(c) == 0:
+        return np.zeros_like(c)
+    dc = cov_tangent(t, x, rowvar)
+    d = np.sqrt(np.diagonal(c))
+    r = c / (d[:, None] * d[None, :])
+    rel = np.diagonal(dc) / (2 * d * d)                  # d(d_i) / d_i
+    dr = dc / (d[:, None] * d[None, :]) - r * (rel[:, None] + rel[None, :])
+    return np.where(np.abs(r) <= 1, dr, 0.0)
+
+
 defvjp(np.cov, lambda g, ans, m, rowvar=True, bias=False, ddof=None:
        cov_grad(g, m, rowvar, bias, ddof), nin=1, dtype_rule="float")
 defvjp(np.corrcoef, lambda g, ans, x, rowvar=True: corrcoef_grad(g, x, rowvar), nin=1,
        dtype_rule="float")
+defjvp(np.cov, lambda tangents, ans, m, rowvar=True, bias=False, ddof=None:
+       cov_tangent(tangents[0], m, rowvar, bias, ddof))
+defjvp(np.corrcoef, lambda tangents, ans, x, rowvar=True:
+       corrcoef_tangent(tangents[0], x, rowvar))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,3 +294,6 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 bind_numpy(np.nan_to_num, lookup(np.nan_to_num), _nan_to_num)
+
+for _f in (np.gradient, vector_gradient):
+    defjvp(_f, linear=True)

@@ -1,6 +1,6 @@
 """``srcgrad.autograd``: PyTorch's ``torch.autograd`` names over srcgrad's engine."""
 
-from srcgrad.autograd import functional
+from srcgrad.autograd import forward_ad, functional
 from srcgrad.runtime.anomaly import detect_anomaly, set_detect_anomaly
 from srcgrad.runtime.autograd import backward, grad
 from srcgrad.runtime.function import Function, FunctionCtx, once_differentiable
@@ -8,5 +8,5 @@ from srcgrad.runtime.functional import gradcheck, gradgradcheck
 from srcgrad.runtime.grad_mode import enable_grad, no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "functional",
-           "gradcheck", "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled",
+           "forward_ad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled",
            "set_detect_anomaly", "detect_anomaly"]

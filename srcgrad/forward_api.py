@@ -1,0 +1,307 @@
+"""Forward mode: ``jvp``, compiled ahead of time into each value's tangent beside it.
+
+``srcgrad.jvp(fun, primals, tangents)`` gives ``(fun(*primals), J·tangents)`` as JAX does;
+``srcgrad.jvp(fun)`` gives the transform itself (``.source``, ``.graph``), called with
+``(primals, tangents)``.  Float arguments and pytrees of them carry tangents; ints and other
+data do not (their tangent is ignored).  The jvp of ``grad(g)`` is a Hessian-vector product,
+compiled as reverse over forward: ``grad`` of the generated source of ``g``'s directional
+derivative (the Hessian is symmetric), so every composition stays compiled source.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import linecache
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from srcgrad import generated, pytree
+from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.freshness import Snapshot
+
+__all__ = ["Jvp", "jvp", "transform_function", "carries", "one_like", "is_grad_transform",
+           "hvp_transform", "of_transform", "node_primitive"]
+
+BACKENDS = ("numpy", "cupy", "auto")
+
+
+def carries(value: Any) -> bool:
+    """Whether an argument carries a tangent: a real float, an array of them, or a pytree
+    with such a leaf."""
+    leaves, _ = pytree.flatten(value)
+    return any(pytree.differentiable(v) for v in leaves)
+
+
+def one_like(value: Any) -> Any:
+    """The tangent 1 of a scalar argument, in its kind (1.0, or an array of ones)."""
+    if isinstance(value, float):
+        return 1.0
+    return np.ones_like(value)
+
+
+def is_grad_transform(fun: Any) -> bool:
+    """A ``grad`` of one argument, compiled: what forward mode differentiates as a Hessian."""
+    from srcgrad.api import Transform
+    return isinstance(fun, Transform) and fun.kind == "grad" and fun._single and \
+        fun._positions is None and not fun._prefix
+
+
+def _plain_count(fun: Any) -> int | None:
+    """The number of parameters of a function with only positional parameters, else None."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        return None
+    return len(params)
+
+
+class Jvp:
+    """The compiled jvp of ``fun``: ``(primals, tangents) -> (value, tangent)``."""
+
+    def __init__(self, fun: Callable, *, backend: str = "numpy", strict: bool = False,
+                 tangent_only: bool = False) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; the known backends are "
+                             f"{', '.join(map(repr, BACKENDS))}")
+        functools.update_wrapper(self, fun, updated=())
+        self.fun, self.backend, self.strict = fun, backend, strict
+        self.tangent_only = tangent_only
+        self.source: str | None = None
+        self.graph = None
+        self.fallback_reason: str | None = None
+        self._built: dict[Any, Any] = {}
+        if is_grad_transform(fun):        # jvp of grad: forward over one primitive, an hvp
+            self.fun = fun = transform_function(fun)
+        self._count = _plain_count(fun)
+        self._snapshot = Snapshot(fun)
+        if self._count is not None:           # ahead of time: every argument a tangent
+            try:
+                self.compiled(tuple(range(self._count)), {}, quiet=True)
+            except CompileError:
+                pass                                      # refused again at a call that needs it
+
+    def __repr__(self) -> str:
+        return f"<srcgrad.jvp of {getattr(self.fun, '__qualname__', self.fun)}>"
+
+    def compiled(self, wrt: tuple[int, ...], trees: dict, quiet: bool = False) -> Any:
+        """The built jvp for tangents at ``wrt`` (pytree arguments by structure), or None
+        when it falls back to the eager engine."""
+        key = (wrt, repr(sorted(trees.items())))
+        if key in self._built:
+            return self._built[key]
+        from srcgrad.forward_build import build_jvp
+        try:
+            if self._count is None:
+                raise CompileError(f"{getattr(self.fun, '__qualname__', self.fun)} has *args, "
+                                   "keyword-only or ** parameters: jvp compiles functions of "
+                                   "positional parameters (wrap it in a lambda)")
+            built = build_jvp(self.fun, wrt, _backend(self.backend), trees,
+                              tangent_only=self.tangent_only)
+        except CompileError as exc:
+            if quiet:
+                raise
+            if self.strict:
+                raise
+            if self.fallback_reason is None:
+                self.fallback_reason = str(exc)
+                warnings.warn(f"srcgrad falls back to the eager engine for the jvp of "
+                              f"{getattr(self.fun, '__qualname__', self.fun)}: {exc}",
+                              FallbackWarning, stacklevel=4)
+            built = None
+        else:
+            self._snapshot.watch(built.resolved)
+            self.source, self.graph = built.source, built.graph
+        self._built[key] = built
+        return built
+
+    def __call__(self, primals: Any, tangents: Any) -> Any:
+        primals, tangents = _sequence(primals, "primals"), _sequence(tangents, "tangents")
+        if len(primals) != len(tangents):
+            raise TypeError(f"jvp called with different primal and tangent lengths: "
+                            f"{len(primals)} and {len(tangents)}")
+        _check_tangents(primals, tangents)
+        if self._snapshot.changed() is not None:      # a global or closure was rebound
+            self._built.clear()
+        wrt = tuple(i for i, p in enumerate(primals) if carries(p))
+        trees = {i: pytree.flatten(primals[i])[1] for i in wrt if not pytree.is_leaf(primals[i])}
+        built = self.compiled(wrt, trees)
+        if built is None:
+            return self._eager(primals, tangents, wrt)
+        args = _private(primals, built.ir)
+        fn = built.functions[built.name]
+        return fn(*args, *[tangents[i] for i in wrt])
+
+    def _eager(self, primals: tuple, tangents: tuple, wrt: tuple) -> Any:
+        from srcgrad.fallback import eager_jvp
+        value, tangent = eager_jvp(self.fun, primals, tangents, wrt)
+        return tangent if self.tangent_only else (value, tangent)
+
+
+_HVPS: dict[Any, Any] = {}
+
+
+def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
+                  strict: bool) -> Any:
+    """``grad`` (with respect to ``wrt``) of ``fun``'s directional derivative along the
+    arguments at ``along``: called with the arguments and one tangent for each of those, it
+    gives the derivative of ``grad(fun, wrt)`` along them (reverse over forward)."""
+    key = (fun, along, wrt, backend, strict)
+    hvp = _HVPS.get(key)
+    if hvp is None:
+        from srcgrad.api import Transform
+        from srcgrad.forward_build import build_jvp
+        built = build_jvp(fun, along, _backend(backend), tangent_only=True)
+        tangent = built.functions[built.name]
+        hvp = _HVPS[key] = Transform(tangent, "grad", wrt, backend=backend, strict=strict)
+    return hvp
+
+
+def _backend(backend: str) -> str:
+    return "numpy" if backend == "auto" else backend
+
+
+def _sequence(value: Any, what: str) -> tuple:
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"jvp {what} must be a tuple or list with one entry per argument, "
+                        f"not {type(value).__name__}")
+    return tuple(value)
+
+
+def _check_tangents(primals: tuple, tangents: tuple) -> None:
+    """As JAX: each float leaf's tangent has the primal's shape (and no structure else)."""
+    for k, (p, t) in enumerate(zip(primals, tangents)):
+        p_leaves, p_tree = pytree.flatten(p)
+        t_leaves, t_tree = pytree.flatten(t)
+        if repr(p_tree) != repr(t_tree):
+            raise TypeError(f"jvp tangent {k} does not have the structure of its primal")
+        for a, b in zip(p_leaves, t_leaves):
+            if pytree.differentiable(a) and np.shape(a) != np.shape(b):
+                raise ValueError(f"jvp tangent {k} has shape {np.shape(b)}, but its primal "
+                                 f"has shape {np.shape(a)}")
+
+
+def _private(values: tuple, ir: Any) -> tuple:
+    """The arguments, copied where the function writes into them in place."""
+    if not ir.mutates:
+        return values
+    return tuple(copy.deepcopy(v) if p in ir.mutates else v for p, v in zip(ir.params, values))
+
+
+_JVPS: dict[Any, Jvp] = {}
+
+
+def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *, backend: str = "numpy",
+        strict: bool = False) -> Any:
+    """``(fun(*primals), J·tangents)``: the forward-mode derivative of ``fun`` at
+    ``primals`` along ``tangents`` (one per argument, shaped as it).  Without ``primals``,
+    the compiled transform itself."""
+    if primals is None and tangents is None:
+        return Jvp(fun, backend=backend, strict=strict)
+    key = (fun, backend, strict)
+    try:
+        transform = _JVPS.get(key)
+    except TypeError:                            # an unhashable callable
+        transform = None
+    if transform is None:
+        transform = Jvp(fun, backend=backend, strict=strict)
+        try:
+            _JVPS[key] = transform
+        except TypeError:
+            pass
+    return transform(primals, tangents)
+
+
+def of_transform(fun: Any, kind: str, wrt: Any, backend: str, strict: bool) -> Any:
+    """``grad`` of ``grad(g)``: the transform of a function that calls it (where it is one
+    primitive), or None when ``fun`` is not a compiled grad."""
+    if not is_grad_transform(fun):
+        return None
+    from srcgrad.api import Transform
+    return Transform(transform_function(fun), kind, wrt, backend=backend, strict=strict)
+
+
+_WRAPPERS: dict[Any, Any] = {}
+
+
+def transform_function(transform: Any) -> Callable:
+    """A plain function that calls the compiled ``transform`` (``def g_grad(x): return
+    g_grad_(x)``), its source registered, so that the compiler can transform it again."""
+    made = _WRAPPERS.get(transform)
+    if made is not None:
+        return made
+    names = list(inspect.signature(transform._target).parameters)
+    base = getattr(transform.__wrapped__, "__name__", "f")
+    base = base if base.isidentifier() and base != "<lambda>" else "function"
+    name, inner = f"{base}_{transform.kind}", f"{base}_{transform.kind}_compiled"
+    text = f"def {name}({', '.join(names)}):\n    return {inner}({', '.join(names)})\n"
+    filename = f"<srcgrad {name} of a transform {len(_WRAPPERS)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    namespace: dict[str, Any] = {inner: transform, "__name__": "srcgrad.forward_api"}
+    exec(compile(text, filename, "exec"), namespace)
+    made = _WRAPPERS[transform] = namespace[name]
+    return made
+
+
+# ---------------------------------------------------------------------------------------------
+# A compiled gradient called inside a function that is differentiated again.
+
+_NODES: dict[Any, Any] = {}
+
+
+def node_primitive(transform: Any) -> Any:
+    """``grad(g)`` as one primitive of the rule table's kind, for a function that calls it and
+    is itself differentiated (``grad(lambda x: grad(g)(x) @ v)``).  Its forward function is
+    the compiled gradient; its vjp and jvp rules are Hessian-vector products (reverse over
+    forward: ``grad`` of ``g``'s directional derivative), primitives of the same kind, so
+    that any order composes.  Raises CompileError for what it cannot stand for."""
+    from srcgrad.runtime.primitives import Primitive, defvjp_argnum
+    if not is_grad_transform(transform) or transform._fn is None:
+        why = transform.fallback_reason or "only grad of one positional argument is compiled " \
+            "inside another transform"
+        raise CompileError(f"{getattr(transform, '__qualname__', transform)} cannot be "
+                           f"differentiated again: {why}")
+    fn = transform._fn
+    key = (transform, fn)
+    prim = _NODES.get(key)
+    if prim is not None:
+        return prim
+    g, along = transform.__wrapped__, transform.wrt[0]
+    backend = transform.backend
+    prim = Primitive(fn.__name__, fn, transform._nparams)
+    defvjp_argnum(prim, lambda argnum, ct, ans, *xs: _hvp_node(
+        g, (along,), argnum, backend)(*xs, ct))
+
+    def forward(tangents: list, ans: Any, *xs: Any) -> Any:
+        at = tuple(i for i, t in enumerate(tangents) if t is not None)
+        return _hvp_node(g, at, along, backend)(*xs, *[tangents[i] for i in at])
+    prim.jvp_rule = forward
+    _NODES[key] = prim
+    generated.add_original(fn, prim)          # its copies in generated modules stand for it
+    return prim
+
+
+def _hvp_node(fun: Callable, along: tuple[int, ...], wrt: int, backend: str) -> Any:
+    """The primitive of ``grad(directional derivative of fun along `along`, wrt)``."""
+    return node_primitive(hvp_transform(fun, along, wrt, backend, strict=True))
+
+
+def jvp_function(fun: Callable, count: int) -> Any:
+    """The generated jvp function of ``fun`` with a tangent for each of its ``count``
+    arguments (strict): what a call of ``srcgrad.jvp`` inside compiled code calls."""
+    transform = Jvp(fun, strict=True)
+    if transform._count != count:
+        raise CompileError(f"jvp of {getattr(fun, '__qualname__', fun)} is given {count} "
+                           f"primals for {transform._count} parameters")
+    built = transform.compiled(tuple(range(count)), {})
+    return built.functions[built.name]
+
+
+Jvp.jvp_of = staticmethod(jvp_function)
+jvp.jvp_of = jvp_function

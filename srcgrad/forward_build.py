@@ -1,0 +1,167 @@
+"""Forward mode's pipeline: parse → lower → graph → the forward emitter → module.
+
+``build_jvp`` turns a Python function into the source and the loaded functions of its jvp
+with respect to the arguments at ``wrt``: ``f_jvp(*primals, *tangents) -> (value, tangent)``,
+one tangent for each differentiated argument.  Callees and the blocks of branches and loops
+get jvp functions of the same module, one for each set of arguments that carry tangents.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any
+
+from srcgrad import generated
+from srcgrad.codegen.forward import Forward
+from srcgrad.codegen.lists import finish as finish_lists
+from srcgrad.codegen.module import load, render
+from srcgrad.codegen.passes import eliminate_dead_code
+from srcgrad.codegen.symbolic import SymbolicError
+from srcgrad.compiler import Built, _failed_at, _missing_backend, _where, lower_function
+from srcgrad.errors import CompileError, Location
+from srcgrad.freshness import RESOLVED
+from srcgrad.frontend import with_recursion_room
+from srcgrad.graph import build_graph
+from srcgrad.ir import Function, fresh_name
+
+__all__ = ["build_jvp"]
+
+
+@with_recursion_room
+def build_jvp(fun: Any, wrt: tuple[int, ...], backend: str = "numpy",
+              trees: dict[int, Any] | None = None, tangent_only: bool = False) -> Built:
+    """Compile the jvp of ``fun`` with respect to the arguments at ``wrt``; ``tangent_only``:
+    the function returns the tangent alone (a directional derivative, which reverse mode
+    then differentiates: a Hessian-vector product).
+
+    Raises CompileError only: any other exception is a bug of the compiler, reported as an
+    internal error at the construct being compiled."""
+    token = RESOLVED.set([])
+    try:
+        built = _build(fun, wrt, backend, trees, tangent_only)
+        built.resolved = RESOLVED.get()
+        return built
+    except (CompileError, MemoryError):
+        raise
+    except RecursionError:
+        raise CompileError("the function is nested too deeply for the compiler (Python's "
+                           "recursion limit was reached)", _failed_at(fun, None)) from None
+    except Exception as exc:
+        raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
+                           "please report it", _failed_at(fun, exc.__traceback__)) from exc
+    finally:
+        RESOLVED.reset(token)
+
+
+def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] | None,
+           tangent_only: bool) -> Built:
+    ir = lower_function(fun, trees, wrt)
+    wrt_names = [ir.params[i] for i in wrt]
+    graph = build_graph(ir, wrt_names)      # also refuses a tangent flowing into a shape
+    module = _ForwardModule(ir, "np" if backend == "numpy" else "cp", tangent_only)
+    try:
+        main = module.transform(ir, wrt_names, None)
+    except SymbolicError as exc:
+        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
+            from None
+    what = "directional derivative" if tangent_only else "jvp"
+    title = f"{what} of {ir.name} ({_where(ir)}) with respect to {', '.join(wrt_names)}"
+    module.free, copies = generated.split_free(module.free)
+    module.helpers.update(copies)
+    try:
+        text = render(module.functions, module.helpers, module.temps, title, module.free,
+                      backend)
+    except ValueError as exc:             # two embedded functions of one name
+        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
+            from None
+    try:
+        functions = load(text, f"jvp {ir.name}", module.free, backend)
+        generated.register(functions, module.helpers)
+    except ImportError as exc:
+        functions = {main: _missing_backend(backend, exc)}
+    return Built(text, graph, functions, main, ir, module.free)
+
+
+class _ForwardModule:
+    """Collects the jvp functions, helpers and free names of one generated module."""
+
+    def __init__(self, ir: Function, namespace: str, tangent_only: bool = False) -> None:
+        self.namespace, self.tangent_only = namespace, tangent_only
+        self.functions: list[ast.FunctionDef] = []
+        self.helpers: dict[str, Any] = {}
+        self.temps: set[str] = set()
+        self.free: dict[str, Any] = dict(ir.free)
+        self.names: dict[Any, str] = {}
+        self.in_progress: list[Any] = []
+        self.taken = set(ir.used)
+        self.embedded: dict[Any, str] = {}
+
+    def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
+        """The module's name for another transform's generated function it calls."""
+        name = self.embedded.get(fn)
+        if name is None:
+            name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
+            ir.used.add(name)
+            self.taken.add(name)
+        return name
+
+    def jvp_name(self, callee: Any, positions: frozenset, label: str | None) -> str:
+        """The name of the jvp of ``callee`` (a user function, or a block) whose parameters
+        at ``positions`` carry tangents, emitting it the first time."""
+        key = (callee, positions)
+        if key in self.names:
+            return self.names[key]
+        if callee in self.in_progress and not isinstance(callee, Function):
+            raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
+                               "yet)")
+        block = isinstance(callee, Function)
+        base = label or (callee.name if block else callee.__name__)
+        base = "lambda" if base == "<lambda>" else base
+        name = self.names[key] = fresh_name(f"{base}_jvp", self.taken)
+        self.in_progress.append(callee)
+        ir = callee if block else lower_function(callee)
+        if not block:
+            ir = copy.copy(ir)
+        self.taken |= ir.used
+        self.free.update(ir.free)
+        self.transform(ir, [p for i, p in enumerate(ir.params) if i in positions], name, block)
+        self.in_progress.pop()
+        return name
+
+    def transform(self, ir: Function, active: list[str], name: str | None,
+                  block: bool = False) -> str:
+        """Emit the jvp of ``ir`` (the module's main function when ``name`` is None)."""
+        em = Forward(ir, active, ir.fresh, self.jvp_name, self.namespace)
+        em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
+        body = em.body()
+        top = name is None
+        if block:                                 # outputs, then their tangents: one tuple
+            result = em.flat_result()
+        else:
+            result = ast.Tuple([em.operand(ir.result), em.result_tangent(top)], ast.Load())
+            if top and self.tangent_only:
+                result = result.elts[1]
+        body.append(ast.Return(result))
+        base = ir.name if ir.name != "<lambda>" else "lambda"
+        fname = name or fresh_name(f"{base}_{'tangent' if self.tangent_only else 'jvp'}",
+                                   self.taken)
+        fn = ast.FunctionDef(name=fname, args=_args(list(ir.params) + em.tangent_params),
+                             body=body, decorator_list=[], returns=None, type_params=[],
+                             lineno=0)
+        finish_lists(em, fn)
+        pure = {st.target for st in ir.body if st.kind == "prim"} | em.tangent_names | \
+            em.tracer.temps
+        eliminate_dead_code(fn, pure)
+        self.functions.append(fn)
+        self.free.update(ir.free)
+        self.helpers.update(em.tracer.helpers)
+        lowering_temps = {st.target for st in ir.body if st.kind == "prim"
+                          and st.target not in ir.source_names}
+        self.temps |= em.tracer.temps | ir.inline | lowering_temps
+        return fname
+
+
+def _args(names: list[str]) -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])

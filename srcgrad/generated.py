@@ -1,0 +1,82 @@
+"""Generated modules as input of the compiler: their helpers known for what they are.
+
+A generated module defines its own copy of every helper it calls, so that its source runs
+alone.  When a transform's generated function is transformed again (``grad`` of a ``jvp``),
+the front end meets those copies: :func:`original` gives back the rule table's object each
+one was printed from (a primitive, or a ``@helper`` on shapes), so that a copy is lowered
+exactly as the original would be, never as an unknown user function.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+__all__ = ["register", "original", "is_generated", "split_free", "add_original"]
+
+_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MODULE_PREFIX = "srcgrad_generated_"
+
+
+_TRANSFORMS: dict[Any, Any] = {}      # a transform's generated function -> its primitive
+
+
+def add_original(fn: Any, prim: Any) -> None:
+    """Record that copies of the generated function ``fn`` stand for the primitive ``prim``
+    (a compiled ``grad`` called inside a function that is differentiated again)."""
+    _TRANSFORMS[fn] = prim
+
+
+def _originals() -> dict[Any, Any]:
+    """The rule table's primitives and helpers by the plain function their source is."""
+    from srcgrad.runtime import primitives, rules
+    out: dict[Any, Any] = {p.fn: p for p in primitives.PRIMITIVES.values()}
+    out.update(_TRANSFORMS)
+    for module in (rules, primitives):
+        for value in vars(module).values():
+            source = getattr(value, "helper_source", None)
+            if source is not None:
+                out[source] = value
+    return out
+
+
+def register(namespace: dict, helpers: dict[str, Any]) -> None:
+    """Record what each helper copy of a loaded generated module stands for."""
+    table = _originals()
+    for name, fn in helpers.items():
+        copy = namespace.get(name)
+        target = table.get(fn)
+        if copy is not None and target is not None:
+            try:
+                _COPIES[copy] = target
+            except TypeError:               # not weak-referenceable: a class, say
+                pass
+
+
+def original(f: Any) -> Any:
+    """The primitive or helper a generated module's copy stands for (else ``f`` itself)."""
+    try:
+        return _COPIES.get(f, f)
+    except TypeError:
+        return f
+
+
+def is_generated(f: Any) -> bool:
+    """A function of a module srcgrad generated."""
+    module = getattr(f, "__module__", None)
+    return isinstance(module, str) and module.startswith(_MODULE_PREFIX)
+
+
+def split_free(free: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A module's free names without the helper copies of a generated module it was compiled
+    from, and those copies as helpers to define (their source printed, not bound)."""
+    kept, helpers = {}, {}
+    for name, value in free.items():
+        target = original(value)
+        if target is value:
+            kept[name] = value
+        elif hasattr(target, "helper_source"):
+            helpers[name] = target.helper_source
+        elif hasattr(target, "fn") and name == getattr(target.fn, "__name__", None):
+            helpers[name] = target.fn
+    return kept, helpers
