@@ -140,8 +140,7 @@ class Forward(Primal):
                 from None
         if out is None:
             return []
-        if prim.broadcasts and any(t is not None and self._may_broadcast(st, i)
-                                   for i, t in enumerate(tans)):
+        if self._widened(st, tans):
             out = self.tracer.call(numpy_path(np.broadcast_to, self.namespace),
                                    (out, self._shape_of(st.target)), {})
         stmts, self.tracer.stmts = self.tracer.stmts, []
@@ -163,8 +162,7 @@ class Forward(Primal):
         able = [prim.vjp(i) is not None for i in range(len(st.args))]
         if prim.linear and any(a and t is None for a, t in zip(able, tans)):
             return None                         # a zero input: left to the rule
-        if prim.broadcasts and any(t is not None and self._may_broadcast(st, i)
-                                   for i, t in enumerate(tans)):
+        if self._widened(st, tans):
             return None
 
         def with_args(args: list) -> ast.expr:
@@ -263,11 +261,15 @@ class Forward(Primal):
         return Sym(ast.Call(numpy_path(np.shape, self.namespace), [_name(name)], []),
                    self.tracer)
 
-    def _may_broadcast(self, st: Stmt, i: int) -> bool:
-        """False when the other inputs are Python numbers, or the shapes are known equal."""
-        arg = st.args[i]
-        if arg.name in self.facts and st.target in self.facts:
-            return self.facts[arg.name][0] != self.facts[st.target][0]
-        others = [a for j, a in enumerate(st.args) if j != i]
-        return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
-                       for a in others)
+    def _widened(self, st: Stmt, tans: list) -> bool:
+        """Whether the tangent may have a smaller shape than the value: an input without a
+        tangent (not a Python number) may broadcast the value wider than those with one,
+        unless an input with a tangent is known to have the value's shape."""
+        if not st.fn.broadcasts:
+            return False
+        shape = self.facts.get(st.target, (None,))[0]
+        if shape is not None and any(t is not None and self.facts.get(a.name, (None,))[0]
+                                     == shape for a, t in zip(st.args, tans)):
+            return False
+        return any(t is None and not (isinstance(a, Const) and isinstance(
+            a.value, (int, float))) for a, t in zip(st.args, tans))

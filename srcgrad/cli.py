@@ -1,5 +1,6 @@
 """The command line: ``python -m srcgrad show path/to/file.py:function [--wrt NAME]
-[--backend cupy] [--graph out.svg] [--run-module]`` prints a generated gradient (or writes a
+[--transform jvp|hessian|...] [--backend cupy] [--graph out.svg] [--run-module]`` prints a
+generated gradient, jvp, Jacobian or Hessian (or writes a
 picture of its graph); ``python -m srcgrad supported [--markdown]`` prints what the compiler
 supports (``docs/supported.md`` is its ``--markdown`` output)."""
 
@@ -17,6 +18,8 @@ import numpy as np
 from srcgrad.api import Transform, show
 from srcgrad.cli_target import NeedsModule, load_function, run_module
 from srcgrad.errors import FallbackWarning
+from srcgrad.forward_api import jvp
+from srcgrad.jacobians import hessian, jacfwd, jacrev
 from srcgrad.lowering_scipy import SCIPY_SURFACE
 from srcgrad.surface import (
     STATIC_WHEN_CONSTANT,
@@ -149,6 +152,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _transform(fn: object, kind: str, wrt: object, backend: str) -> object:
+    """The transform ``show`` prints: a grad, a jvp (every argument a tangent), a Jacobian
+    or a Hessian (built ahead of time, for array arguments)."""
+    if kind == "jvp":
+        return jvp(fn, backend=backend)
+    if kind in ("jacfwd", "jacrev", "hessian"):
+        return {"jacfwd": jacfwd, "jacrev": jacrev, "hessian": hessian}[kind](
+            fn, wrt, backend=backend)
+    return Transform(fn, kind, wrt, backend=backend)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m srcgrad",
                                      description="Print the gradient source srcgrad generates, "
@@ -158,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     show_cmd.add_argument("target", help="path/to/file.py:function")
     show_cmd.add_argument("--wrt", action="append",
                           help="argument name or position (repeatable); default: the first")
+    show_cmd.add_argument("--transform", default="grad",
+                          choices=["grad", "value_and_grad", "jvp", "jacfwd", "jacrev",
+                                   "hessian"],
+                          help="which transform's source to print (default: grad); jvp gives "
+                               "every argument a tangent")
     show_cmd.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
     show_cmd.add_argument("--graph", metavar="OUT",
                           help="write a picture of the compiled graph (.svg; .png or .pdf "
@@ -182,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         wrt = items[0] if len(items) == 1 else tuple(items)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
-        transform = Transform(fn, "grad", wrt, backend=args.backend)
+        transform = _transform(fn, args.transform, wrt, args.backend)
     if args.graph is None or transform.graph is None:
         show(transform)
         return 0 if transform.source is not None else 1

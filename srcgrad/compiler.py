@@ -139,7 +139,8 @@ def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str
     if scalar:
         module.free.setdefault("math", __import__("math"))
         title += " (specialised for Python floats)"
-    module.free, copies = generated.split_free(module.free)
+    module.free, copies = generated.split_free(module.free, module.functions,
+                                               module.embedded_free)
     module.helpers.update(copies)
     try:
         text = render(module.functions, module.helpers, module.temps, title, module.free,
@@ -149,7 +150,7 @@ def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str
             from None
     try:
         functions = load(text, f"{kind} {ir.name}", module.free, backend)
-        generated.register(functions, module.helpers)
+        generated.register(functions, module.helpers, module.free)
     except ImportError as exc:             # backend="cupy" without CuPy: the source stands
         functions = {main: _missing_backend(backend, exc)}
     return Built(text, graph, functions, main, ir, module.free)
@@ -163,8 +164,12 @@ def _missing_backend(backend: str, exc: Exception) -> Any:
 
 
 def _where(ir: Function) -> str:
-    from srcgrad.codegen.reverse import _short
-    return f"{_short(ir.filename)}:{ir.firstline}"
+    """``file:line`` of the function; for a module srcgrad generated (a transform of a
+    transform), the user's line it came from."""
+    from srcgrad.codegen.primal import located, short_filename
+    if not ir.filename.startswith("<srcgrad "):
+        return f"{short_filename(ir.filename)}:{ir.firstline}"
+    return f"generated from {located(ir.filename, ir.firstline + 1, '')[1].split('  ')[0]}"
 
 
 class _ModuleBuilder:
@@ -182,6 +187,7 @@ class _ModuleBuilder:
         self.in_progress: list[Any] = []
         self.taken = set(ir.used)
         self.embedded: dict[Any, str] = {}
+        self.embedded_free: set[str] = set()
 
     def fresh_global(self, base: str) -> str:
         return fresh_name(base, self.taken)
@@ -194,6 +200,11 @@ class _ModuleBuilder:
             name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
             ir.used.add(name)
             self.taken.add(name)
+            for key, value in generated.free_of(fn).items():     # what its code reads
+                self.embedded_free.add(key)
+                if self.free.setdefault(key, value) is not value:
+                    raise CompileError(f"two functions read different values named {key}; "
+                                       "srcgrad cannot put both in one generated module")
         return name
 
     def vjp_name(self, callee: Any, label: str | None = None,

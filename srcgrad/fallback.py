@@ -191,3 +191,23 @@ def eager_jvp(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tuple:
         result.append(pytree.same_kind(d._data, value) if d is not None else
                       pytree.zero_like(value) if pytree.differentiable(value) else None)
     return _value(out), pytree.unflatten(structure, result)
+
+
+def eager_hessian(fun: Any, args: tuple, p: int) -> Any:
+    """The Hessian of a scalar ``fun`` with respect to the array or float ``args[p]`` on
+    the eager engine (its compiled directional derivative fell back)."""
+    x = args[p]
+    flat = np.asarray(x, dtype=float).reshape(-1)
+    columns = []
+    for i in range(flat.size):
+        unit = np.zeros_like(flat)
+        unit[i] = 1.0
+        unit = float(unit[0]) if isinstance(x, float) else unit.reshape(np.shape(x))
+
+        def grad_of(*values: Any) -> Any:
+            return eager_transform(fun, "grad", list(values), (p,), True)
+        tangents = tuple(unit if k == p else pytree.zero_like(a) if pytree.differentiable(a)
+                         else a for k, a in enumerate(args))
+        columns.append(np.asarray(eager_jvp(grad_of, args, tangents, (p,))[1]))
+    shape = np.shape(x) + np.shape(x)
+    return np.stack(columns, axis=-1).reshape(shape) if columns else np.zeros(shape)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import inspect
 import linecache
 import warnings
@@ -241,7 +242,8 @@ def transform_function(transform: Any) -> Callable:
     base = base if base.isidentifier() and base != "<lambda>" else "function"
     name, inner = f"{base}_{transform.kind}", f"{base}_{transform.kind}_compiled"
     text = f"def {name}({', '.join(names)}):\n    return {inner}({', '.join(names)})\n"
-    filename = f"<srcgrad {name} of a transform {len(_WRAPPERS)}>"
+    digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+    filename = f"<srcgrad {name} of a transform {digest}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     namespace: dict[str, Any] = {inner: transform, "__name__": "srcgrad.forward_api"}
     exec(compile(text, filename, "exec"), namespace)

@@ -67,7 +67,8 @@ def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] |
             from None
     what = "directional derivative" if tangent_only else "jvp"
     title = f"{what} of {ir.name} ({_where(ir)}) with respect to {', '.join(wrt_names)}"
-    module.free, copies = generated.split_free(module.free)
+    module.free, copies = generated.split_free(module.free, module.functions,
+                                               module.embedded_free)
     module.helpers.update(copies)
     try:
         text = render(module.functions, module.helpers, module.temps, title, module.free,
@@ -77,7 +78,7 @@ def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] |
             from None
     try:
         functions = load(text, f"jvp {ir.name}", module.free, backend)
-        generated.register(functions, module.helpers)
+        generated.register(functions, module.helpers, module.free)
     except ImportError as exc:
         functions = {main: _missing_backend(backend, exc)}
     return Built(text, graph, functions, main, ir, module.free)
@@ -96,6 +97,7 @@ class _ForwardModule:
         self.in_progress: list[Any] = []
         self.taken = set(ir.used)
         self.embedded: dict[Any, str] = {}
+        self.embedded_free: set[str] = set()
 
     def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
         """The module's name for another transform's generated function it calls."""
@@ -104,6 +106,11 @@ class _ForwardModule:
             name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
             ir.used.add(name)
             self.taken.add(name)
+            for key, value in generated.free_of(fn).items():     # what its code reads
+                self.embedded_free.add(key)
+                if self.free.setdefault(key, value) is not value:
+                    raise CompileError(f"two functions read different values named {key}; "
+                                       "srcgrad cannot put both in one generated module")
         return name
 
     def jvp_name(self, callee: Any, positions: frozenset, label: str | None) -> str:

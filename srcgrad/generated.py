@@ -9,10 +9,11 @@ exactly as the original would be, never as an unknown user function.
 
 from __future__ import annotations
 
+import ast
 import weakref
 from typing import Any
 
-__all__ = ["register", "original", "is_generated", "split_free", "add_original"]
+__all__ = ["register", "original", "is_generated", "split_free", "add_original", "free_of"]
 
 _COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MODULE_PREFIX = "srcgrad_generated_"
@@ -40,8 +41,19 @@ def _originals() -> dict[Any, Any]:
     return out
 
 
-def register(namespace: dict, helpers: dict[str, Any]) -> None:
-    """Record what each helper copy of a loaded generated module stands for."""
+_FREE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register(namespace: dict, helpers: dict[str, Any], free: dict[str, Any]) -> None:
+    """Record what each helper copy of a loaded generated module stands for, and the user's
+    names its functions read (bound when it was loaded: a module that embeds one of its
+    functions binds them too)."""
+    for value in namespace.values():
+        if is_generated(value) and callable(value):
+            try:
+                _FREE[value] = dict(free)
+            except TypeError:
+                pass
     table = _originals()
     for name, fn in helpers.items():
         copy = namespace.get(name)
@@ -67,11 +79,16 @@ def is_generated(f: Any) -> bool:
     return isinstance(module, str) and module.startswith(_MODULE_PREFIX)
 
 
-def split_free(free: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_free(free: dict[str, Any], functions: list, embedded: set[str]
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A module's free names without the helper copies of a generated module it was compiled
-    from, and those copies as helpers to define (their source printed, not bound)."""
+    from, and those copies as helpers to define (their source printed, not bound); names
+    its code never reads are left out (a transform a wrapper called, now embedded)."""
+    read = {n.id for f in functions for n in ast.walk(f) if isinstance(n, ast.Name)}
     kept, helpers = {}, {}
     for name, value in free.items():
+        if name not in read and name not in embedded:
+            continue
         target = original(value)
         if target is value:
             kept[name] = value
@@ -80,3 +97,11 @@ def split_free(free: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         elif hasattr(target, "fn") and name == getattr(target.fn, "__name__", None):
             helpers[name] = target.fn
     return kept, helpers
+
+
+def free_of(fn: Any) -> dict[str, Any]:
+    """The user's names the generated function ``fn`` (and its module) reads."""
+    try:
+        return _FREE.get(fn, {})
+    except TypeError:
+        return {}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
+from srcgrad.errors import CompileError
 from srcgrad.forward_api import Jvp, carries, is_grad_transform, transform_function
 
 __all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
@@ -42,34 +43,59 @@ def _basis(value: Any) -> Iterator[Any]:
             yield pytree.unflatten(tree, unit)
 
 
-def _assemble(columns: list, inside: Any, outside: Any, inside_first: bool = False) -> Any:
-    """The Jacobian from its columns (each one shaped as ``outside``, one per element of the
-    pytree ``inside``): each leaf of ``outside`` holds ``inside``'s structure, each of those
-    leaves of shape ``out_leaf + in_leaf`` (``in_leaf + out_leaf`` with ``inside_first``)."""
+def _blocks(outside: Any, inside: Any, block: Any) -> Any:
+    """The Jacobian's pytree: ``outside``'s structure (the result's), each leaf holding
+    ``inside``'s (the argument's), each of those ``block(k, l)`` for result leaf ``k`` and
+    argument leaf ``l`` (None for a leaf that is not differentiable)."""
     out_leaves, out_tree = pytree.flatten(outside)
     in_leaves, in_tree = pytree.flatten(inside)
+    return pytree.unflatten(out_tree, [pytree.unflatten(in_tree, [
+        block(k, l) if pytree.differentiable(leaf) else None
+        for l, leaf in enumerate(in_leaves)]) for k in range(len(out_leaves))])
+
+
+def _shaped(parts: list, axis: int, out_leaf: Any, in_leaf: Any) -> Any:
+    """One block of shape ``out + in`` from its columns (``axis=-1``) or rows (``0``)."""
+    dtype = np.result_type(out_leaf, in_leaf, np.float32)
+    shape = np.shape(out_leaf) + np.shape(in_leaf)
+    if not parts:
+        return np.zeros(shape, dtype)
+    block = np.stack([np.asarray(p, dtype=dtype) for p in parts], axis=axis).reshape(shape)
+    return float(block) if isinstance(out_leaf, float) and isinstance(in_leaf, float) else block
+
+
+def _from_columns(columns: list, value: Any, arg: Any) -> Any:
+    """The Jacobian from the tangents of ``value`` along each unit tangent of ``arg``."""
     flat = [pytree.flatten(c)[0] for c in columns]
-    blocks = []
-    for k, out_leaf in enumerate(out_leaves):
-        per_input, start = [], 0
-        for leaf in in_leaves:
-            if not pytree.differentiable(leaf):
-                per_input.append(None)
-                continue
-            n = int(np.size(leaf))
-            cols = [np.asarray(col[k], dtype=np.result_type(out_leaf, leaf, np.float32))
-                    for col in flat[start:start + n]]
-            start += n
-            stacked = np.stack(cols, axis=0 if inside_first else -1) if cols else np.zeros(
-                np.shape(out_leaf) + (0,))
-            shape = (np.shape(leaf) + np.shape(out_leaf)) if inside_first else (
-                np.shape(out_leaf) + np.shape(leaf))
-            block = stacked.reshape(shape)
-            if isinstance(leaf, float) and isinstance(out_leaf, float):
-                block = float(block)
-            per_input.append(block)
-        blocks.append(pytree.unflatten(in_tree, per_input))
-    return pytree.unflatten(out_tree, blocks)
+    out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
+    starts, at = [], 0
+    for leaf in in_leaves:
+        starts.append(at)
+        at += int(np.size(leaf)) if pytree.differentiable(leaf) else 0
+
+    def block(k: int, l: int) -> Any:
+        n = int(np.size(in_leaves[l]))
+        return _shaped([col[k] for col in flat[starts[l]:starts[l] + n]], -1,
+                       out_leaves[k], in_leaves[l])
+    return _blocks(value, arg, block)
+
+
+def _from_rows(rows: list, value: Any, arg: Any) -> Any:
+    """The Jacobian from the gradients (shaped as ``arg``) of each unit cotangent of
+    ``value``, in the order of :func:`_basis`."""
+    flat = [pytree.flatten(r)[0] for r in rows]
+    out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
+    starts, at = [], 0
+    for leaf in out_leaves:
+        starts.append(at)
+        at += int(np.size(leaf)) if pytree.differentiable(leaf) else 0
+
+    def block(k: int, l: int) -> Any:
+        n = int(np.size(out_leaves[k])) if pytree.differentiable(out_leaves[k]) else 0
+        parts = [row[l] if row[l] is not None else np.zeros(np.shape(in_leaves[l]))
+                 for row in flat[starts[k]:starts[k] + n]]
+        return _shaped(parts, 0, out_leaves[k], in_leaves[l])
+    return _blocks(value, arg, block)
 
 
 class Jacobian:
@@ -80,6 +106,12 @@ class Jacobian:
         functools.update_wrapper(self, fun, updated=())
         if is_grad_transform(fun):                 # of a gradient: a function calling it
             fun = transform_function(fun)
+        self._inner: int | None = None            # of a Jacobian: its argument
+        if isinstance(fun, Jacobian):
+            if fun.mode == "hessian" or not fun._single:
+                raise CompileError(f"{self._kind(mode)} of {fun!r}: derivatives of third order "
+                                   "are compiled by nesting grad and jvp, not of a Jacobian")
+            self._inner, fun, mode = fun.wrt[0], fun.fun, "hessian"
         self.fun, self.mode, self.backend, self.strict = fun, mode, backend, strict
         self._single = not isinstance(wrt, (tuple, list))
         self.wrt = tuple(_position(fun, w) for w in ((wrt,) if self._single else wrt))
@@ -87,37 +119,48 @@ class Jacobian:
         self._directional: Jvp | None = None
         if mode == "rev":
             from srcgrad.api import Transform
-            self._transform = Transform(fun, "vjp", tuple(range(_count(fun))),
-                                        backend=backend, strict=strict)
+            self._transform = Transform(fun, "vjp", self.wrt, backend=backend, strict=strict)
         elif mode == "hessian":
             self._directional = Jvp(fun, backend=backend, strict=strict, tangent_only=True)
         else:
             self._transform = Jvp(fun, backend=backend, strict=strict)
-        self._rows: dict[Any, Jacobian] = {}
+        self._rows: dict[Any, Jacobian | None] = {}
+        if mode == "hessian" and self._single:     # ahead of time, for array arguments
+            try:
+                p = self.wrt[0]
+                self._rows_for(p, p if self._inner is None else self._inner, {}, quiet=True)
+            except CompileError:
+                self._rows.clear()                 # refused again at the first call
+
+    def _shown(self) -> Any:
+        rows = [r for r in self._rows.values() if r is not None]
+        return rows[-1] if rows else self._transform or self._directional
 
     @property
     def source(self) -> str | None:
         """The generated source the Jacobian runs (for ``hessian``: the reverse-mode code
-        of the directional derivative, once it has been called)."""
-        if self._rows:
-            return next(reversed(self._rows.values())).source
-        return getattr(self._transform or self._directional, "source", None)
+        of the directional derivative, which holds the forward-mode code as its primal)."""
+        return getattr(self._shown(), "source", None)
 
     @property
     def graph(self) -> Any:
-        if self._rows:
-            return next(reversed(self._rows.values())).graph
-        return getattr(self._transform or self._directional, "graph", None)
+        return getattr(self._shown(), "graph", None)
 
     @property
     def fallback_reason(self) -> str | None:
         return getattr(self._transform or self._directional, "fallback_reason", None)
 
+    @staticmethod
+    def _kind(mode: str) -> str:
+        return {"fwd": "jacfwd", "rev": "jacrev", "hessian": "hessian"}[mode]
+
     def __repr__(self) -> str:
-        name = {"fwd": "jacfwd", "rev": "jacrev", "hessian": "hessian"}[self.mode]
-        return f"<srcgrad.{name} of {getattr(self.fun, '__qualname__', self.fun)}>"
+        return f"<srcgrad.{self._kind(self.mode)} of {getattr(self.fun, '__qualname__', self.fun)}>"
 
     def __call__(self, *args: Any) -> Any:
+        if self.mode == "hessian" and self._inner is None and not self._single:
+            return tuple(tuple(self._hessian(args, q, i) for q in self.wrt)   # as JAX nests
+                         for i in self.wrt)
         out = [self._one(args, p) for p in self.wrt]
         return out[0] if self._single else tuple(out)
 
@@ -125,15 +168,11 @@ class Jacobian:
         if not carries(args[p]):
             pytree.check_differentiable(args[p], f"argument {p}")
         if self.mode == "hessian":
-            return self._hessian(args, p)
-        if self.mode == "rev" and self._transform is not None:
+            return self._hessian(args, p, p if self._inner is None else self._inner)
+        if self.mode == "rev":
             value, backward = self._transform(*args)
-            rows = []
-            for unit in _basis(value):
-                rows.append(backward(unit)[p])
-            return _assemble(rows, value, args[p], inside_first=True) if rows else \
-                _assemble([], args[p], value)
-        zeros = [pytree.zero_like(a) if carries(a) else a for a in args]
+            return _from_rows([backward(unit)[p] for unit in _basis(value)], value, args[p])
+        zeros = [_zeros(a) for a in args]
         value, columns = None, []
         for unit in _basis(args[p]):
             tangents = list(zeros)
@@ -142,24 +181,34 @@ class Jacobian:
             columns.append(column)
         if value is None:
             value = self.fun(*args)
-        return _assemble(columns, args[p], value)
+        return _from_columns(columns, value, args[p])
 
-    def _hessian(self, args: tuple, p: int) -> Any:
-        """Columns ``i``: the Jacobian (reverse mode) of the derivative along ``eᵢ``."""
-        along = tuple(i for i, a in enumerate(args) if i == p)
-        built = self._directional.compiled(along, {p: pytree.flatten(args[p])[1]}
-                                           if not pytree.is_leaf(args[p]) else {})
-        if built is None:
-            return Jacobian(Jacobian(self.fun, p, mode="rev", backend=self.backend),
-                            p, mode="fwd", backend=self.backend)(*args)
-        directional = built.functions[built.name]
-        rows = self._rows.get(id(directional))
-        if rows is None:
-            rows = self._rows[id(directional)] = Jacobian(
-                directional, p, mode="rev", backend=self.backend, strict=self.strict)
-        columns = [rows(*args, unit) for unit in _basis(args[p])]
+    def _rows_for(self, p: int, inner: int, trees: dict, quiet: bool = False
+                  ) -> Jacobian | None:
+        """The reverse-mode Jacobian, with respect to argument ``inner``, of the derivative
+        along argument ``p`` (one for each pytree structure), or None when the derivative
+        falls back to the eager engine."""
+        key = (p, inner, repr(sorted(trees.items())))
+        if key not in self._rows:
+            built = self._directional.compiled((p,), trees, quiet=quiet)
+            self._rows[key] = None if built is None else Jacobian(
+                built.functions[built.name], inner, mode="rev", backend=self.backend,
+                strict=self.strict)
+        return self._rows[key]
+
+    def _hessian(self, args: tuple, p: int, inner: int) -> Any:
+        """Columns ``i``: the Jacobian (reverse mode, with respect to argument ``inner``) of
+        the derivative along ``eᵢ`` of argument ``p``."""
+        rows = self._rows_for(p, inner, {p: pytree.flatten(args[p])[1]}
+                              if not pytree.is_leaf(args[p]) else {})
         value = self.fun(*args)
-        return _assemble(columns, args[p], _jacobian_shape(value, args[p]))
+        if rows is None:                     # the directional derivative fell back: eager
+            if inner != p:
+                raise CompileError(f"{self!r} fell back: {self.fallback_reason}")
+            from srcgrad.fallback import eager_hessian
+            return eager_hessian(self.fun, args, p)
+        columns = [rows(*args, unit) for unit in _basis(args[p])]
+        return _from_columns(columns, _jacobian_shape(value, args[inner]), args[p])
 
 
 def _jacobian_shape(value: Any, inside: Any) -> Any:
@@ -202,3 +251,10 @@ def hessian(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool
             ) -> Jacobian:
     """The matrix of second derivatives of ``fun`` with respect to argument(s) ``wrt``."""
     return Jacobian(fun, wrt, mode="hessian", backend=backend, strict=strict)
+
+
+def _zeros(value: Any) -> Any:
+    """A zero tangent of every float leaf of ``value`` (other leaves as they are)."""
+    leaves, tree = pytree.flatten(value)
+    return pytree.unflatten(tree, [pytree.zero_like(v) if pytree.differentiable(v) else v
+                                   for v in leaves])

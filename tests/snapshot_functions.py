@@ -41,3 +41,14 @@ def prefix_sums(x, decay):
             break
         y[i] = y[i - 1] * decay + x[i]
     return np.sum(y ** 2)
+
+
+def energy(x):
+    """A chain of coupled particles: a quartic well per particle and a coupling between
+    neighbours (its jvp and its Hessian are kept)."""
+    return np.sum(x ** 4) / 4.0 - np.sum(np.sin(x[:-1] * x[1:]))
+
+
+def cubic(x):
+    """A scalar function of a scalar (its grad of grad is kept)."""
+    return np.sin(x) * x ** 3
