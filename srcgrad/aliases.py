@@ -42,7 +42,7 @@ VIEW_FUNCTIONS = frozenset({
     "array_split", "hsplit", "vsplit", "dsplit", "unstack", "asarray", "asanyarray",
     "ascontiguousarray", "asfortranarray", "require", "view", "stop_gradient", "to_device",
     "matrix_transpose", "permute_dims", "sliding_window_view", "as_strided",
-    "nan_to_num", "T", "mT", "getitem", "flatten_view",
+    "nan_to_num", "T", "mT", "getitem", "flatten_view", "match_tangent",
 })
 # NumPy functions that write into an argument.
 WRITING_FUNCTIONS = frozenset({

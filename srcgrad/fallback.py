@@ -176,7 +176,8 @@ def eager_jvp(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tuple:
                 if isinstance(w, Tensor):
                     inputs.append(w)
                     along.append(np.asarray(t))
-        seeds = [Tensor(np.zeros_like(flat[k]._data), requires_grad=True) for k in active]
+        seeds = [Tensor._make(np.zeros_like(flat[k]._data)).requires_grad_(True)
+                 for k in active]
         found = autograd_grad([flat[k] for k in active], inputs, seeds, create_graph=True,
                               allow_unused=True) if active and inputs else []
         parts = [(g * Tensor._make(t)).sum() for g, t in zip(found, along) if g is not None]

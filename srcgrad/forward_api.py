@@ -78,11 +78,17 @@ class Jvp:
         self.graph = None
         self.fallback_reason: str | None = None
         self._built: dict[Any, Any] = {}
-        if is_grad_transform(fun):        # jvp of grad: forward over one primitive, an hvp
-            self.fun = fun = transform_function(fun)
-        self._count = _plain_count(fun)
-        self._snapshot = Snapshot(fun)
-        if self._count is not None:           # ahead of time: every argument a tangent
+        self._inner = fun if is_grad_transform(fun) else None    # jvp of grad: an hvp
+        self._count = _plain_count(fun._target if self._inner else fun)
+        self._snapshot = Snapshot(fun._target if self._inner else fun)
+        if self._inner is not None and self._count is not None:   # ahead of time, if it can
+            try:
+                hvp = hvp_transform(fun.__wrapped__, tuple(range(self._count)), fun.wrt[0],
+                                    backend, True)
+                self.source, self.graph = hvp.source, hvp.graph
+            except CompileError:
+                pass
+        if self._count is not None and self._inner is None:   # ahead of time: every tangent
             try:
                 self.compiled(tuple(range(self._count)), {}, quiet=True)
             except CompileError:
@@ -127,17 +133,39 @@ class Jvp:
         if len(primals) != len(tangents):
             raise TypeError(f"jvp called with different primal and tangent lengths: "
                             f"{len(primals)} and {len(tangents)}")
-        _check_tangents(primals, tangents)
+        if self._inner is not None:
+            return self._hvp(primals, tangents)
         if self._snapshot.changed() is not None:      # a global or closure was rebound
             self._built.clear()
-        wrt = tuple(i for i, p in enumerate(primals) if carries(p))
-        trees = {i: pytree.flatten(primals[i])[1] for i in wrt if not pytree.is_leaf(primals[i])}
-        built = self.compiled(wrt, trees)
+        if all(type(p) is float or type(p) is np.ndarray for p in primals):   # the common case
+            wrt = tuple(i for i, p in enumerate(primals) if type(p) is float or
+                        p.dtype.kind == "f")
+            for i in wrt:
+                if np.shape(tangents[i]) != np.shape(primals[i]):
+                    _check_tangents(primals, tangents)
+            built = self._built.get((wrt, "[]")) or self.compiled(wrt, {})
+        else:
+            _check_tangents(primals, tangents)
+            wrt = tuple(i for i, p in enumerate(primals) if carries(p))
+            built = self.compiled(wrt, {i: pytree.flatten(primals[i])[1] for i in wrt
+                                        if not pytree.is_leaf(primals[i])})
         if built is None:
             return self._eager(primals, tangents, wrt)
-        args = _private(primals, built.ir)
-        fn = built.functions[built.name]
-        return fn(*args, *[tangents[i] for i in wrt])
+        args = _private(primals, built.ir) if built.ir.mutates else primals
+        return built.functions[built.name](*args, *[tangents[i] for i in wrt])
+
+    def _hvp(self, primals: tuple, tangents: tuple) -> Any:
+        """``jvp(grad(g))``: the gradient, and its derivative along the tangents: ``grad`` of
+        ``g``'s directional derivative (reverse over forward; pytrees as in ``grad``)."""
+        _check_tangents(primals, tangents)
+        inner = self._inner
+        along = tuple(i for i, p in enumerate(primals) if carries(p))
+        if not along:
+            value = inner(*primals)
+            return value, pytree.zero_like(value)
+        hvp = hvp_transform(inner.__wrapped__, along, inner.wrt[0], self.backend, self.strict)
+        tangent = hvp(*primals, *[tangents[i] for i in along])
+        return tangent if self.tangent_only else (inner(*primals), tangent)
 
     def _eager(self, primals: tuple, tangents: tuple, wrt: tuple) -> Any:
         from srcgrad.fallback import eager_jvp

@@ -56,7 +56,7 @@ def _blocks(outside: Any, inside: Any, block: Any) -> Any:
 
 def _shaped(parts: list, axis: int, out_leaf: Any, in_leaf: Any) -> Any:
     """One block of shape ``out + in`` from its columns (``axis=-1``) or rows (``0``)."""
-    dtype = np.result_type(out_leaf, in_leaf, np.float32)
+    dtype = np.result_type(np.asarray(out_leaf).dtype, np.asarray(in_leaf).dtype, np.float32)
     shape = np.shape(out_leaf) + np.shape(in_leaf)
     if not parts:
         return np.zeros(shape, dtype)
@@ -104,7 +104,9 @@ class Jacobian:
     def __init__(self, fun: Callable, wrt: Any = 0, *, mode: str, backend: str = "numpy",
                  strict: bool = False) -> None:
         functools.update_wrapper(self, fun, updated=())
-        if is_grad_transform(fun):                 # of a gradient: a function calling it
+        if is_grad_transform(fun) and mode != "hessian":
+            mode = "fwd"                           # of a gradient: its jvps are hvps
+        elif is_grad_transform(fun):               # third order: of a function calling it
             fun = transform_function(fun)
         self._inner: int | None = None            # of a Jacobian: its argument
         if isinstance(fun, Jacobian):
@@ -215,8 +217,9 @@ def _jacobian_shape(value: Any, inside: Any) -> Any:
     """A stand-in of the Jacobian's structure and shapes (what the Hessian's columns are)."""
     out_leaves, out_tree = pytree.flatten(value)
     in_leaves, in_tree = pytree.flatten(inside)
-    blocks = [pytree.unflatten(in_tree, [np.zeros(np.shape(o) + np.shape(i)) for i in in_leaves])
-              for o in out_leaves]
+    blocks = [pytree.unflatten(in_tree, [np.zeros(np.shape(o) + np.shape(i), np.result_type(
+        np.asarray(o).dtype, np.asarray(i).dtype, np.float32)) for i in in_leaves])
+        for o in out_leaves]
     return pytree.unflatten(out_tree, blocks)
 
 
