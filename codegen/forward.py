@@ -220,10 +220,11 @@ class Forward(Primal):
         made = next((s for s in self.fn.body if isinstance(result, Var)
                      and s.target == result.name), None)
         match = self.tracer.use_helper("match_tangent", tangents.match_tangent.fn)
-        if made is not None and made.kind == "pack" and not made.params.get("list"):
-            return ast.Tuple([ast.Call(match, [self.tan_of(a), self.operand(a)], [])
-                              if self.tan_of(a) is not None else self.zero(a)
-                              for a in made.args], ast.Load())
+        if made is not None and made.kind == "pack":
+            items = [ast.Call(match, [self.tan_of(a), self.operand(a)], [])
+                     if self.tan_of(a) is not None else self.zero(a) for a in made.args]
+            return ast.List(items, ast.Load()) if made.params.get("list") else ast.Tuple(
+                items, ast.Load())
         if t is None:
             return self.zero(result)
         return ast.Call(match, [t, self.operand(result)], [])

@@ -182,13 +182,16 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
     arguments at ``along``: called with the arguments and one tangent for each of those, it
     gives the derivative of ``grad(fun, wrt)`` along them (reverse over forward)."""
     key = (fun, along, wrt, backend, strict)
-    hvp = _HVPS.get(key)
-    if hvp is None:
+    hvp, snapshot = _HVPS.get(key, (None, None))
+    if hvp is None or snapshot.changed() is not None:      # fun's globals rebound: again
         from srcgrad.api import Transform
         from srcgrad.forward_build import build_jvp
+        snapshot = Snapshot(fun)
         built = build_jvp(fun, along, _backend(backend), tangent_only=True)
+        snapshot.watch(built.resolved)
         tangent = built.functions[built.name]
-        hvp = _HVPS[key] = Transform(tangent, "grad", wrt, backend=backend, strict=strict)
+        hvp = Transform(tangent, "grad", wrt, backend=backend, strict=strict)
+        _HVPS[key] = (hvp, snapshot)
     return hvp
 
 
@@ -297,6 +300,9 @@ def node_primitive(transform: Any) -> Any:
             "inside another transform"
         raise CompileError(f"{getattr(transform, '__qualname__', transform)} cannot be "
                            f"differentiated again: {why}")
+    if transform._snapshot.changed() is not None:      # its function's globals rebound
+        fun, kind, wrt, backend, strict = transform._given
+        transform.__init__(fun, kind, wrt, backend=backend, strict=strict)
     fn = transform._fn
     key = (transform, fn)
     prim = _NODES.get(key)

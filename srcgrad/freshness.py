@@ -199,6 +199,9 @@ def _lookup(fn: types.FunctionType, name: str) -> Any:
 def _function(value: Any) -> types.FunctionType | None:
     if isinstance(value, types.FunctionType):
         return value
+    wrapped = getattr(value, "__wrapped__", None)     # a srcgrad transform: its function
+    if wrapped is not None and (type(value).__module__ or "").startswith("srcgrad."):
+        return _function(wrapped)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         return value.__func__
     return None

@@ -160,6 +160,10 @@ class Jacobian:
         return f"<srcgrad.{self._kind(self.mode)} of {getattr(self.fun, '__qualname__', self.fun)}>"
 
     def __call__(self, *args: Any) -> Any:
+        directional = self._directional
+        if directional is not None and directional._snapshot.changed() is not None:
+            directional._built.clear()              # a global of fun rebound: build again
+            self._rows.clear()
         if self.mode == "hessian" and self._inner is None and not self._single:
             return tuple(tuple(self._hessian(args, q, i) for q in self.wrt)   # as JAX nests
                          for i in self.wrt)

@@ -72,6 +72,8 @@ def match_tangent(t, x):
     array of ``x``'s shape and float dtype otherwise."""
     if isinstance(x, float):
         return float(t) if type(x) is float else type(x)(t)
+    if isinstance(x, (list, tuple)):
+        return type(x)((match_tangent(u, v) for u, v in zip(t, x)))
     shape = np.shape(x)
     dtype = getattr(x, 'dtype', None)
     t = np.asarray(t)
