@@ -17,8 +17,14 @@ As in PyTorch:
   tangent of the Tensor written to (in place: the views of that tangent see it) and of the
   Tensors it is a view of.
 
-Costs nothing outside a level: :func:`srcgrad.runtime.tensor.apply` calls ``_forward_hook``
-only while a level is open, and the in-place methods are wrapped only while it is open.
+Arrays (the eager fallback's NumPy-semantics Tensors) carry tangents the same way; their
+tangents are plain Tensors, out of the Arrays' own bookkeeping of views.
+
+Costs one flag check outside a level: :func:`srcgrad.runtime.tensor.apply` calls
+``tensor._forward_hook`` only while a level is open, and the three places that write in place
+(``views.inplace``, ``views._setitem``, ``methods._inplace_method``) call :func:`lend_tangent`,
+:func:`write_tangent` or :func:`write_item` only then.  A custom ``Function`` gives its
+outputs the tangents of its ``jvp`` (:mod:`srcgrad.runtime.function`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,8 +56,6 @@ _tangents: dict[int, tuple[weakref.ref, Tensor | None, bool]] = {}
 (``make_dual``'s result, ``unpack_dual``'s primal) does not pass writes to the Tensor it is
 a view of.  An entry goes with its Tensor, and all of them with the level."""
 
-_MISSING = object()
-
 
 class UnpackedDualTensor(NamedTuple):
     """What ``unpack_dual`` returns: the value, and its tangent (None when it has none)."""
@@ -68,7 +72,6 @@ def enter_dual_level() -> int:
     global _level
     if _level >= 0:
         raise RuntimeError(NESTED)
-    _install_inplace()
     _tensor._forward_hook = _propagate
     _level = 0
     return _level
@@ -84,7 +87,6 @@ def exit_dual_level(*, level: int | None = None) -> None:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
     _tensor._forward_hook = None
-    _uninstall_inplace()
     _tangents.clear()
     _level = -1
 
@@ -116,18 +118,26 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         if t._data.dtype.kind not in "fc":
             raise ValueError(f"Expected {what} to be floating point or complex, but got: "
                              f"{t.dtype}")
+    check_size(tensor, tangent)
+    if tangent_of(tensor) is not None:
+        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
+                           f"gradient at the same level {level} is not supported.")
+    with paused():
+        dual = same_view(tensor)
+        if type(tangent) is not Tensor:     # an Array: tangents are plain Tensors
+            tangent = Tensor.reshape(tangent, tangent._data.shape)
+    set_tangent(dual, tangent, root=True)
+    return dual
+
+
+def check_size(tensor: Tensor, tangent: Tensor) -> None:
+    """Refuse a tangent whose shape is not the Tensor's, with PyTorch's message."""
     if tangent._data.shape != tensor._data.shape:
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the "
-            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
-            f"while the given forward gradient is of size {list(tangent.shape)}.")
-    if _get(tensor) is not None:
-        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
-                           f"gradient at the same level {level} is not supported.")
-    with _paused():
-        dual = tensor.reshape(tensor._data.shape)
-    _set(dual, tangent, root=True)
-    return dual
+            f"original Tensor, this is not supported. Tensor is of size "
+            f"{list(tensor._data.shape)} while the given forward gradient is of size "
+            f"{list(tangent._data.shape)}.")
 
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
@@ -137,17 +147,29 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
         return UnpackedDualTensor(tensor, None)
     if not isinstance(tensor, Tensor):
         raise TypeError(f"unpack_dual expects a Tensor, got {type(tensor).__name__}")
-    tangent = _get(tensor) if level == _level else None
-    with _paused():
-        primal = tensor.reshape(tensor._data.shape)
-    _set(primal, None, root=True)
+    # no tangent while propagation is paused: in a custom Function's forward and jvp, as PyTorch
+    tangent = tangent_of(tensor) if level == _level and _tensor._forward_hook is not None else None
+    with paused():
+        primal = same_view(tensor)
+    set_tangent(primal, None, root=True)
     return UnpackedDualTensor(primal, tangent)
+
+
+def same_view(t: Tensor) -> Tensor:
+    """A view of all of ``t``: a Tensor, or an Array for an Array (a view whose writes the
+    engine follows, where ``Array.reshape`` makes one it refuses to write through)."""
+    from srcgrad.runtime.ndarray import Array
+    view = Tensor.reshape(t, t._data.shape)
+    if isinstance(t, Array):
+        view.__class__ = Array
+    return view
 
 
 # ---------------------------------------------------------------------------------------------
 # The tangent table.
 
-def _get(t: Tensor) -> Tensor | None:
+def tangent_of(t: Tensor) -> Tensor | None:
+    """``t``'s tangent at the open level, or None."""
     entry = _tangents.get(id(t))
     return entry[1] if entry is not None and entry[0]() is t else None
 
@@ -157,7 +179,8 @@ def _is_root(t: Tensor) -> bool:
     return entry is not None and entry[0]() is t and entry[2]
 
 
-def _set(t: Tensor, tangent: Tensor | None, root: bool = False) -> None:
+def set_tangent(t: Tensor, tangent: Tensor | None, root: bool = False) -> None:
+    """Make ``tangent`` ``t``'s (None: none); a root does not pass its writes to its base."""
     key = id(t)
     _tangents[key] = (weakref.ref(t, functools.partial(_forget, key)), tangent, root)
 
@@ -169,8 +192,9 @@ def _forget(key: int, ref: weakref.ref) -> None:
 
 
 @contextlib.contextmanager
-def _paused() -> Any:
-    """Operations on Tensors without tangent propagation: the forward rules themselves."""
+def paused() -> Iterator[None]:
+    """Operations on Tensors without tangent propagation (the forward rules themselves, a
+    custom Function's forward and jvp), and without tangents for ``unpack_dual``."""
     hook = _tensor._forward_hook
     _tensor._forward_hook = None
     try:
@@ -188,14 +212,14 @@ def _writable(a: Any) -> bool:
 
 def _propagate(prim: Any, args: tuple, params: dict, result: Tensor) -> None:
     """Give ``result = prim(*args, **params)`` its tangent, if an input has one."""
-    tangents = [_get(a) if isinstance(a, Tensor) else None for a in args]
+    tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
     if result._data.dtype.kind not in "fc" or all(t is None for t in tangents):
         return
     _tensor._forward_hook = None
     try:
         tangent = prim.jvp(tangents, result, *args, **params)
         if tangent is not None:
-            _set(result, _fitted(tangent, result, args, tangents))
+            set_tangent(result, _fitted(tangent, result, args, tangents))
     finally:
         _tensor._forward_hook = _propagate
 
@@ -205,6 +229,11 @@ def _fitted(tangent: Any, result: Tensor, args: tuple, tangents: list) -> Tensor
     unless ``result`` is a view (then it is the same view of the input's tangent)."""
     if not isinstance(tangent, Tensor):
         tangent = Tensor._make(tangent)
+    elif type(tangent) is not Tensor:  # an Array (the rule ran on Arrays): a plain Tensor
+        if tangent._base is None:
+            tangent.__class__ = Tensor
+        else:
+            tangent = Tensor.clone(tangent)
     data = result._data
     if tangent._data.dtype != data.dtype:
         tangent = tangent.to(result.dtype)
@@ -217,10 +246,63 @@ def _fitted(tangent: Any, result: Tensor, args: tuple, tangents: list) -> Tensor
     return tangent
 
 
-# ---------------------------------------------------------------------------------------------
-# In-place writes: each in-place method computes the new tangent, then writes it.
+def link_view(view: Tensor) -> None:
+    """Called when ``view`` was made a view of ``view._base``: its tangent, which the rule made
+    the same view of the base's tangent, is recorded as that view too, so that a write through
+    it is recorded into the base's tangent (for reverse over forward) as the write into the
+    value is recorded into the base."""
+    mine, theirs = tangent_of(view), tangent_of(view._base)
+    if mine is not None and theirs is not None and mine._base is None and \
+            np.shares_memory(mine._data, theirs._data):
+        mine._base, mine._view_key = theirs, view._view_key
+        mine._version_counter = theirs._version_counter
 
-def _write(t: Tensor, new: Tensor | None) -> None:
+
+# ---------------------------------------------------------------------------------------------
+# In-place writes.  The three writers (``views.inplace``, ``views._setitem`` and the methods of
+# ``methods._inplace_method``) call these while a level is open: the in-place operation runs
+# on ``old``, a snapshot of the Tensor written, which is lent the Tensor's tangent, so the
+# operation computes the new tangent as it computes the new value; it is then written into
+# the Tensor's tangent, in place.
+
+def lend_tangent(self: Tensor, old: Tensor, args: Iterable[Any]) -> None:
+    """Before ``self`` is written with an operation on ``old`` and ``args``: ``old`` carries
+    ``self``'s tangent."""
+    mine = tangent_of(self)
+    theirs = [tangent_of(a) for a in args if isinstance(a, Tensor)]
+    if mine is None and all(t is None for t in theirs):
+        return
+    if grad_mode.is_grad_enabled() and any(
+            t is not None and t._requires_grad for t in (old, mine, *args, *theirs)
+            if isinstance(t, Tensor)):
+        old._data = old._data.copy()     # the tangent's nodes may keep the old value ...
+        if mine is not None:
+            mine = mine.clone()          # ... or the old tangent, which is written below
+    if mine is not None:
+        set_tangent(old, mine)
+
+
+def write_tangent(self: Tensor, result: Tensor) -> None:
+    """After ``self`` was written with the value of ``result``: its tangent is ``result``'s."""
+    new = tangent_of(result)
+    if new is not None or tangent_of(self) is not None:
+        with paused():
+            write(self, new)
+
+
+def write_item(self: Tensor, index: Any, value: Any) -> None:
+    """After ``self[index] = value``: the same write into the tangents."""
+    mine = tangent_of(self)
+    theirs = tangent_of(value) if isinstance(value, Tensor) else None
+    if mine is None and theirs is None:
+        return
+    with paused():
+        new = mine.clone() if mine is not None else Tensor._make(np.zeros_like(self._data))
+        new[index] = theirs if theirs is not None else 0
+        write(self, new)
+
+
+def write(t: Tensor, new: Tensor | None) -> None:
     """After an in-place write to ``t``, its tangent is ``new`` (None: zero).
 
     It is written into ``t``'s tangent (so the views of that tangent see it) and, unless ``t``
@@ -229,21 +311,24 @@ def _write(t: Tensor, new: Tensor | None) -> None:
     """
     data = t._data
     new = Tensor._make(np.zeros_like(data)) if new is None else new
-    current = _get(t)
-    if current is not None and current._data.shape == data.shape and _writable(current._data):
+    current = tangent_of(t)
+    if current is new:
+        pass                            # written in place already (a custom Function's jvp)
+    elif current is not None and current._data.shape == data.shape and \
+            _writable(current._data):
         current.copy_(new)
     else:
         current = new.to(t.dtype).expand(*data.shape).clone()
-        _set(t, current, _is_root(t))
+        set_tangent(t, current, _is_root(t))
     while t._base is not None and not _is_root(t):
         base, (kind, key) = t._base, t._view_key
-        base_tangent = _get(base)
+        base_tangent = tangent_of(base)
         if base_tangent is not None and np.shares_memory(base_tangent._data, current._data):
             return                      # the write went through a view of the base's tangent
         if base_tangent is None or not _writable(base_tangent._data):
             base_tangent = (Tensor._make(np.zeros_like(base._data)) if base_tangent is None
                             else base_tangent.clone())
-            _set(base, base_tangent, _is_root(base))
+            set_tangent(base, base_tangent, _is_root(base))
         if kind == "index":
             base_tangent[key] = current
             region = base_tangent[key]
@@ -257,92 +342,5 @@ def _write(t: Tensor, new: Tensor | None) -> None:
             raise RuntimeError(f"forward AD does not follow a write through a {kind} view: "
                                "take a copy first")
         if np.shares_memory(region._data, base_tangent._data):
-            _set(t, region, _is_root(t))
+            set_tangent(t, region, _is_root(t))
         t, current, data = base, base_tangent, base._data
-
-
-def _tangent_of_outplace(stem: str) -> Callable:
-    """``x.foo_(...)``'s new tangent: that of ``x.foo(...)``."""
-    def rule(self: Tensor, *args: Any, **kwargs: Any) -> Tensor | None:
-        return _get(getattr(Tensor, stem)(self, *args, **kwargs))
-    return rule
-
-
-def _tangent_of_value(self: Tensor, value: Any, *_: Any, **__: Any) -> Tensor | None:
-    return _get(value) if isinstance(value, Tensor) else None   # copy_(src), fill_(value)
-
-
-def _tangent_of_setitem(self: Tensor, index: Any, value: Any) -> Tensor:
-    mine = _get(self)
-    new = mine.clone() if mine is not None else Tensor._make(np.zeros_like(self._data))
-    theirs = _get(value) if isinstance(value, Tensor) else None
-    new[index] = theirs if theirs is not None else 0
-    return new
-
-
-_SPECIAL: dict[str, Callable] = {"copy_": _tangent_of_value, "fill_": _tangent_of_value,
-                                 "zero_": lambda self: None,
-                                 "__setitem__": _tangent_of_setitem}
-_NOT_WRITES = frozenset({"requires_grad_", "detach_"})
-
-
-def _inplace_rules() -> dict[str, Callable | None]:
-    """Every in-place method of Tensor → the rule for its new tangent (None: unknown)."""
-    rules: dict[str, Callable | None] = dict(_SPECIAL)
-    for name in dir(Tensor):
-        if name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
-            stem = name[:-1]
-        elif name.startswith("__i") and name.endswith("__") and hasattr(Tensor, f"__{name[3:]}"):
-            stem = f"__{name[3:]}"
-        else:
-            continue
-        if name not in rules:
-            rules[name] = _tangent_of_outplace(stem) if hasattr(Tensor, stem) else None
-    return rules
-
-
-def _dual_inplace(name: str, method: Callable, rule: Callable | None) -> Callable:
-    @functools.wraps(method)
-    def dual_method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        if _tensor._forward_hook is None or (_get(self) is None and not any(
-                isinstance(a, Tensor) and _get(a) is not None
-                for a in (*args, *kwargs.values()))):
-            return method(self, *args, **kwargs)
-        if rule is None:
-            raise NotImplementedError(f"Tensor.{name} on a dual Tensor: srcgrad's forward AD "
-                                      "does not know its tangent; use the out-of-place form")
-        source = self
-        mine = _get(self)
-        if grad_mode.is_grad_enabled() and (self._requires_grad or (
-                mine is not None and mine._requires_grad)):
-            source = self.clone()       # what the rule saves for backward is not written
-        new = rule(source, *args, **kwargs)
-        with _paused():
-            out = method(self, *args, **kwargs)
-            _write(self, new)
-        return out
-    return dual_method
-
-
-_rules: dict[str, Callable | None] = {}
-_wrapped: dict[str, tuple[Any, Callable]] = {}
-"""In-place method name → (the method, its wrapper): made once, remade if it is replaced."""
-
-
-def _install_inplace() -> None:
-    if not _rules:
-        _rules.update(_inplace_rules())
-    for name, rule in _rules.items():
-        current = Tensor.__dict__.get(name, _MISSING)
-        entry = _wrapped.get(name)
-        if entry is None or entry[0] is not current:
-            entry = _wrapped[name] = (current, _dual_inplace(name, getattr(Tensor, name), rule))
-        setattr(Tensor, name, entry[1])
-
-
-def _uninstall_inplace() -> None:
-    for name, (method, _) in _wrapped.items():
-        if method is _MISSING:
-            delattr(Tensor, name)
-        else:
-            setattr(Tensor, name, method)

@@ -1,15 +1,21 @@
 """Custom differentiable operations: ``srcgrad.autograd.Function``, as ``torch.autograd.Function``.
 
 ``forward(ctx, *args)`` runs without recording; ``backward(ctx, *grads)`` returns one gradient
-per forward argument.  The node is named ``<ClassName>Backward``, as PyTorch names it.
+per forward argument.  The node is named ``<ClassName>Backward``, as PyTorch names it.  Inside
+a dual level (forward mode), ``jvp(ctx, *tangents)`` returns one tangent per output; a
+Function without it refuses dual inputs, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
-from srcgrad.runtime import grad_mode
+import numpy as np
+
+from srcgrad.runtime import forward_ad, grad_mode
+from srcgrad.runtime import tensor as _tensor
 from srcgrad.runtime.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
 from srcgrad.runtime.tensor import Tensor
 
@@ -26,13 +32,24 @@ class FunctionCtx:
         self.materialize_grads = True
         self._non_differentiable: set[int] = set()
         self._dirty: set[int] = set()
+        self._forward_saved: tuple = ()
+        self._in_jvp = False       # saved_tensors gives what save_for_forward kept
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         self._saved = tensors
         self._versions = tuple(t._version_counter[0] if t is not None else 0 for t in tensors)
 
+    def save_for_forward(self, *tensors: Tensor | None) -> None:
+        """Keep ``tensors`` for ``jvp``, where ``ctx.saved_tensors`` gives them."""
+        if not all(t is None or isinstance(t, Tensor) for t in tensors):
+            raise AssertionError("save_for_forward expects all arguments to be tensors; you "
+                                 "should save non-tensors as attributes on ctx.")
+        self._forward_saved = tensors
+
     @property
     def saved_tensors(self) -> tuple:
+        if self._in_jvp:
+            return self._forward_saved
         if self._saved is None:
             raise RuntimeError(SECOND_BACKWARD)
         for t, v in zip(self._saved, self._versions):
@@ -123,6 +140,12 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
+        """The outputs' tangents given the inputs' (forward mode); needed for dual inputs."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = FunctionCtx()
@@ -130,38 +153,139 @@ class Function:
         uses_setup = "setup_context" in cls.__dict__ or any(
             "setup_context" in k.__dict__ for k in cls.__mro__[1:-1]
             if k is not Function)
-        with grad_mode.no_grad():
+        level = _tensor._forward_hook is not None       # a dual level is open
+        # forward sees no tangents, as in PyTorch: jvp gives the outputs theirs
+        with grad_mode.no_grad(), forward_ad.paused() if level else _NO_PAUSE:
             if uses_setup:
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
-        if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)):
-            return outputs
-        node = _node_class(cls)(cls, ctx, args)
+        dual = level and any(isinstance(a, Tensor) and forward_ad.tangent_of(a) is not None
+                             for a in args)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        node.num_outputs = len(outs)
-        wrapped = []
-        for nr, o in enumerate(outs):
-            if not isinstance(o, Tensor):
-                node.output_meta.append(((), None))
-                wrapped.append(o)
-                continue
-            node.output_meta.append((o._data.shape, o._data.dtype))
-            differentiable = o._data.dtype.kind in "fc" and id(o) not in ctx._non_differentiable
-            if id(o) in ctx._dirty and differentiable:
-                o._grad_fn, o._output_nr, o._requires_grad = node, nr, True
-                wrapped.append(o)
-                continue
-            t = Tensor._make(o._data, node if differentiable else None, differentiable)
-            t._output_nr = nr
-            wrapped.append(t)
+        if grad_mode.is_grad_enabled() and any(ctx.needs_input_grad):
+            wrapped = _recorded(cls, ctx, args, outs)
+        elif dual:
+            wrapped = list(outs)
+        else:
+            return outputs
+        if dual:
+            _give_tangents(cls, ctx, args, outs, wrapped)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod
     def setup_context(ctx: FunctionCtx, inputs: tuple, output: Any) -> None:
         raise NotImplementedError
+
+
+_NO_PAUSE = contextlib.nullcontext()
+
+
+def _recorded(cls: type, ctx: FunctionCtx, args: tuple, outs: tuple) -> list:
+    """The outputs as ``apply`` returns them when it records: the differentiable ones are
+    outputs of one ``<Name>Backward`` node."""
+    node = _node_class(cls)(cls, ctx, args)
+    node.num_outputs = len(outs)
+    wrapped = []
+    for nr, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            node.output_meta.append(((), None))
+            wrapped.append(o)
+            continue
+        node.output_meta.append((o._data.shape, o._data.dtype))
+        differentiable = o._data.dtype.kind in "fc" and id(o) not in ctx._non_differentiable
+        if id(o) in ctx._dirty and differentiable:
+            o._grad_fn, o._output_nr, o._requires_grad = node, nr, True
+            wrapped.append(o)
+            continue
+        t = Tensor._make(o._data, node if differentiable else None, differentiable)
+        t._output_nr = nr
+        wrapped.append(t)
+    return wrapped
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode: ``jvp``, with PyTorch's checks and messages.
+
+NOT_DIFFERENTIABLE = ("Function's jvp returned a gradient at position {}, but  the corresponding "
+                      "forward output is not a differentiable Tensor.You should return None at "
+                      "that position instead.")
+NOT_IN_PLACE = ("An inplace custom Function is not modifying the forward mode gradients "
+                "inplace. If the forward is modifying an input inplace, then the jvp function "
+                "must modify the corresponding gradient inplace.")
+NOT_A_VIEW = ("A custom Function's forward is returning a view (or an input as-is) but the jvp "
+              "is not returning a view.")
+NOT_ITS_VIEW = ("A custom Function is returning a view but the jvp is not returning a view of "
+                "the given grad input.")
+
+
+def _give_tangents(cls: type, ctx: FunctionCtx, args: tuple, outs: tuple, wrapped: list
+                   ) -> None:
+    """Call ``cls.jvp`` with one tangent per argument (None for a non-Tensor, zeros for a
+    Tensor without one unless grads are not materialized) and give each output of ``outs``
+    (returned as ``wrapped``) the tangent it returns."""
+    given = []
+    for a in args:
+        t = forward_ad.tangent_of(a) if isinstance(a, Tensor) else None
+        if t is None and isinstance(a, Tensor) and ctx.materialize_grads and \
+                a._data.dtype.kind in "fc":
+            t = Tensor._make(np.zeros_like(a._data))
+        given.append(t)
+    ctx._in_jvp = True
+    try:
+        with forward_ad.paused():
+            result = cls.jvp(ctx, *given)
+    finally:
+        ctx._in_jvp = False
+    result = result if isinstance(result, tuple) else (result,)
+    if len(result) != len(outs):
+        raise RuntimeError("Function's jvp returned an invalid number of forward gradients "
+                           f"(expected {len(outs)} but got {len(result)})")
+    for nr, (o, t) in enumerate(zip(outs, result)):
+        if t is None or not isinstance(o, Tensor):
+            continue
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(t).__name__}) for grad "
+                               f"output {nr}.")
+        if o._data.dtype.kind not in "fc" or id(o) in ctx._non_differentiable:
+            raise RuntimeError(NOT_DIFFERENTIABLE.format(nr))
+        source = _input_viewed(o, args)
+        if id(o) in ctx._dirty and source is not None:
+            if t is not given[source] and given[source] is not None:
+                raise RuntimeError(NOT_IN_PLACE)
+            forward_ad.check_size(o, t)
+            with forward_ad.paused():
+                forward_ad.write(o, t)        # o is the input: its tangent, in place
+            continue
+        if source is not None:
+            if t._base is None:
+                raise RuntimeError(NOT_A_VIEW)
+            if given[source] is None or _root(t) is not _root(given[source]):
+                raise RuntimeError(NOT_ITS_VIEW)
+        forward_ad.check_size(o, t)
+        out = wrapped[nr]
+        if any(out is a for a in args):       # the input as it is: its view carries t
+            with forward_ad.paused():
+                out = wrapped[nr] = forward_ad.same_view(o)
+        forward_ad.set_tangent(out, t if t._data.dtype == o._data.dtype else t.to(o.dtype))
+
+
+def _input_viewed(o: Tensor, args: tuple) -> int | None:
+    """The position of the argument ``o`` is, or is a view of (None: none)."""
+    while o is not None:
+        for i, a in enumerate(args):
+            if a is o:
+                return i
+        o = o._base
+    return None
+
+
+def _root(t: Tensor) -> Tensor:
+    while t._base is not None:
+        t = t._base
+    return t
 
 
 def once_differentiable(fn: Any) -> Any:

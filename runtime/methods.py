@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime import dtypes
+from srcgrad.runtime import dtypes, forward_ad
 from srcgrad.runtime import rules as R
+from srcgrad.runtime import tensor as _tensor
 from srcgrad.runtime.names import _dims
 from srcgrad.runtime.primitives import lookup
 from srcgrad.runtime.tensor import Tensor, apply, as_array
@@ -208,7 +209,8 @@ Tensor.new_empty = _new_empty
 # ``x.sin_()``, ``x.clamp_min_(0)``: the out-of-place method run on a snapshot of the Tensor
 # (same graph position, own data), written back, and the new node made its ``grad_fn``, as
 # :func:`srcgrad.runtime.views.inplace` does: the version counter moves, views see the write,
-# and writing into a leaf that requires grad (or a view of one) is refused as in PyTorch.
+# writing into a leaf that requires grad (or a view of one) is refused as in PyTorch, and
+# inside a dual level the tangent is written too.
 
 UNARY = ("abs absolute neg negative exp expm1 exp2 log log2 log10 log1p sqrt rsqrt sin cos tan "
          "asin acos atan arcsin arccos arctan sinh cosh tanh asinh acosh atanh arcsinh arccosh "
@@ -227,6 +229,9 @@ def _inplace_method(name: str) -> Any:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         _check_inplace(self)
         old = _snapshot(self)
+        dual = _tensor._forward_hook is not None
+        if dual:
+            forward_ad.lend_tangent(self, old, (*args, *kwargs.values()))
         result = getattr(Tensor, name)(old, *args, **kwargs)
         node = result._grad_fn
         if node is not None and name in NO_INPLACE_DERIVATIVE:
@@ -241,6 +246,8 @@ def _inplace_method(name: str) -> Any:
                                f"broadcast shape {list(result._data.shape)}")
         np.copyto(self._data, result._data, casting="unsafe")
         _rebind(self, node)
+        if dual:
+            forward_ad.write_tangent(self, result)
         return self
     method.__name__ = f"{name}_"
     method.__doc__ = f"``x.{name}(...)`` written into ``x``."

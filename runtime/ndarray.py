@@ -148,6 +148,8 @@ def _written(t: Tensor) -> None:
 
 
 def _inplace(name: str) -> Any:
+    """``a += b`` on an Array: Tensor's method (which, inside a dual level, writes the tangent
+    too: :mod:`srcgrad.runtime.forward_ad`) after the Array's own checks."""
     method = getattr(Tensor, name)
 
     def write(self: Array, other: Any) -> Array:

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime import dtypes, grad_mode
+from srcgrad.runtime import dtypes, forward_ad, grad_mode
 from srcgrad.runtime import rules as R
+from srcgrad.runtime import tensor as _tensor
 from srcgrad.runtime.engine import PrimNode, make_node
 from srcgrad.runtime.names import _dims, _index_name, _is_basic, unwrap_index
 from srcgrad.runtime.primitives import lookup
@@ -37,6 +38,8 @@ def _view_op(prim: Any, name: str, params: dict, self: Tensor, key: Any) -> Tens
         out._base = self
         out._view_key = key
         out._version_counter = self._version_counter
+        if _tensor._forward_hook is not None:      # a dual level is open
+            forward_ad.link_view(out)
     return out
 
 
@@ -170,6 +173,8 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
         out._base = self
         out._view_key = ("index", index)
         out._version_counter = self._version_counter
+        if _tensor._forward_hook is not None:      # a dual level is open
+            forward_ad.link_view(out)
     return out
 
 
@@ -246,9 +251,13 @@ def _rebase(view: Tensor) -> None:
 
 def inplace(self: Tensor, prim: Any, name: str, args: tuple = (), params: dict | None = None
             ) -> Tensor:
-    """Apply ``prim`` to ``self`` in place, recording it as PyTorch does."""
+    """Apply ``prim`` to ``self`` in place, recording it as PyTorch does (and its tangent,
+    inside a dual level)."""
     _check_inplace(self)
     old = _snapshot(self)
+    dual = _tensor._forward_hook is not None
+    if dual:
+        forward_ad.lend_tangent(self, old, args)
     result = apply(prim, name, (old, *args), params or {}, dtype=self._data.dtype)
     node = result._grad_fn
     if node is not None and node.inputs and node.inputs[0] is old:
@@ -258,6 +267,8 @@ def inplace(self: Tensor, prim: Any, name: str, args: tuple = (), params: dict |
                            f"broadcast shape {list(result._data.shape)}")
     np.copyto(self._data, result._data)
     _rebind(self, node)
+    if dual:
+        forward_ad.write_tangent(self, result)
     return self
 
 
@@ -277,6 +288,8 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
         node = make_node(COPY_SLICES, R.index_put, {"index": index}, (old, value), needs)
     self._data[index] = as_array(value)
     _rebind(self, node)
+    if _tensor._forward_hook is not None:      # a dual level is open
+        forward_ad.write_item(self, index, value)
 
 
 Tensor.__setitem__ = _setitem

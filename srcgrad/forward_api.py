@@ -15,6 +15,7 @@ import functools
 import hashlib
 import inspect
 import linecache
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -270,9 +271,13 @@ def transform_function(transform: Any) -> Callable:
         return made
     names = list(inspect.signature(transform._target).parameters)
     base = getattr(transform.__wrapped__, "__name__", "f")
-    base = base if base.isidentifier() and base != "<lambda>" else "function"
+    base = "lambda" if base == "<lambda>" else base if base.isidentifier() else "function"
     name, inner = f"{base}_{transform.kind}", f"{base}_{transform.kind}_compiled"
-    text = f"def {name}({', '.join(names)}):\n    return {inner}({', '.join(names)})\n"
+    code = getattr(transform._target, "__code__", None)
+    where = (f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code is not None
+             else base).replace("\n", " ")
+    text = (f"def {name}({', '.join(names)}):\n    # {where}  {transform.kind} of {base}\n"
+            f"    return {inner}({', '.join(names)})\n")
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]
     filename = f"<srcgrad {name} of a transform {digest}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)

@@ -126,23 +126,30 @@ class Jacobian:
             self._directional = Jvp(fun, backend=backend, strict=strict, tangent_only=True)
         else:
             self._transform = Jvp(fun, backend=backend, strict=strict)
-        self._rows: dict[Any, Jacobian | None] = {}
+        self._rows: dict[Any, Any] = {}
+        self._used: str | None = None              # the source the last Hessian ran
         if mode == "hessian" and self._single:     # ahead of time, for array arguments
             try:
                 p = self.wrt[0]
                 self._rows_for(p, p if self._inner is None else self._inner, {}, quiet=True)
+                if self._inner is None:
+                    self._loop(p)
             except CompileError:
                 self._rows.clear()                 # refused again at the first call
 
     def _shown(self) -> Any:
-        rows = [r for r in self._rows.values() if r is not None]
+        rows = [r for r in self._rows.values() if isinstance(r, Jacobian)]
         return rows[-1] if rows else self._transform or self._directional
 
     @property
     def source(self) -> str | None:
         """The generated source the Jacobian runs (for ``hessian``: the reverse-mode code
-        of the directional derivative, which holds the forward-mode code as its primal)."""
-        return getattr(self._shown(), "source", None)
+        of the directional derivative, which holds the forward-mode code as its primal, and
+        the loop over the unit tangents)."""
+        if self._used is not None:                 # what the last call ran
+            return self._used
+        loops = [r for k, r in self._rows.items() if k[0] == "loop" and r is not None]
+        return loops[-1][1] if loops else getattr(self._shown(), "source", None)
 
     @property
     def graph(self) -> Any:
@@ -164,6 +171,7 @@ class Jacobian:
         if directional is not None and directional._snapshot.changed() is not None:
             directional._built.clear()              # a global of fun rebound: build again
             self._rows.clear()
+            self._used = None
         if self.mode == "hessian" and self._inner is None and not self._single:
             return tuple(tuple(self._hessian(args, q, i) for q in self.wrt)   # as JAX nests
                          for i in self.wrt)
@@ -202,9 +210,33 @@ class Jacobian:
                 strict=self.strict)
         return self._rows[key]
 
+    def _loop(self, p: int) -> Any:
+        """The Hessian of a scalar function with respect to the array or float argument
+        ``p`` as one generated function (:mod:`srcgrad.hessian_loop`), or None."""
+        key = ("loop", p)
+        if key not in self._rows:
+            from srcgrad.hessian_loop import hessian_function
+            built = self._directional.compiled((p,), {})
+            base = getattr(self.fun, "__name__", "f")
+            self._rows[key] = None if built is None else hessian_function(
+                built.functions[built.name], p, base if base.isidentifier() else "function",
+                self.backend, self.strict)
+        return self._rows[key]
+
     def _hessian(self, args: tuple, p: int, inner: int) -> Any:
         """Columns ``i``: the Jacobian (reverse mode, with respect to argument ``inner``) of
         the derivative along ``eᵢ`` of argument ``p``."""
+        x = args[p]
+        if inner == p and (type(x) is float or type(x) is np.ndarray):
+            loop = self._loop(p)
+            if loop is not None:
+                try:
+                    out = loop[0](*args)
+                except Exception:                   # NumPy's own error, a vector result:
+                    self._rows[("loop", p)] = None  # the general path (a safety net) answers
+                else:
+                    self._used = loop[1]
+                    return float(out) if type(x) is float else out
         rows = self._rows_for(p, inner, {p: pytree.flatten(args[p])[1]}
                               if not pytree.is_leaf(args[p]) else {})
         value = self.fun(*args)
@@ -214,6 +246,7 @@ class Jacobian:
             from srcgrad.fallback import eager_hessian
             return eager_hessian(self.fun, args, p)
         columns = [rows(*args, unit) for unit in _basis(args[p])]
+        self._used = rows.source
         return _from_columns(columns, _jacobian_shape(value, args[inner]), args[p])
 
 

@@ -193,9 +193,11 @@ def test_strict_refuses_unsupported_code_with_a_compile_error():
 
 @pytest.mark.parametrize("name", ["helpers", "for", "mlp_loss", "dict_params", "float"])
 def test_hessian_source_runs_standalone_and_is_deterministic(name):
-    """The source is ``f``'s directional derivative, differentiated in reverse mode:
-    ``<f>_tangent_vjp(*args, along)`` gives ``(tangent, backward)``, and ``backward(1)`` at
-    argument 0 is the Hessian's column along ``along``."""
+    """The source is ``f``'s directional derivative, differentiated in reverse mode. For an
+    array or float argument it ends with ``<f>_hessian(*args)``, a loop over the unit
+    tangents: the whole Hessian.  Otherwise ``<f>_tangent_vjp(*args, along)`` gives
+    ``(tangent, backward)``, and ``backward(1)`` at argument 0 is the Hessian's column along
+    ``along``."""
     case = BY_NAME[name]
     h = srcgrad.hessian(case.fn, strict=True)
     want = h(*copy_args(case.args))
@@ -204,6 +206,10 @@ def test_hessian_source_runs_standalone_and_is_deterministic(name):
     assert h.source is not None and h.source == again.source
     namespace: dict = {"__name__": "standalone_generated"}
     exec(compile(h.source, "<generated>", "exec"), namespace)
+    whole = namespace.get(f"{case.fn.__name__}_hessian")
+    if whole is not None:
+        assert_tree_close(whole(*copy_args(case.args)), want, 1e-12, 1e-12)
+        return
     vjp = namespace[f"{case.fn.__name__}_tangent_vjp"]
     along = jax.tree_util.tree_map(lambda a: 1.0 if isinstance(a, float) else np.ones_like(a),
                                    case.args[0])
