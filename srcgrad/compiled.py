@@ -17,7 +17,8 @@ import numpy as np
 
 from srcgrad.api import Transform
 from srcgrad.errors import CompileError
-from srcgrad.runtime import grad_mode
+from srcgrad.runtime import forward_ad, grad_mode
+from srcgrad.runtime import tensor as _tensor
 from srcgrad.runtime.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
 from srcgrad.runtime.tensor import Tensor
 from srcgrad.safety import PASS_THROUGH, signature
@@ -100,6 +101,9 @@ class Compiled:
     def __call__(self, *args: Any) -> Any:
         if not any(isinstance(a, Tensor) for a in args):
             return self.__wrapped__(*args)
+        if _tensor._forward_hook is not None and any(   # a dual level and a tangent: the
+                isinstance(a, Tensor) and forward_ad.tangent_of(a) is not None for a in args):
+            return self._eager(args)                    # body runs eagerly, tangents along
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         wants = grad_mode.is_grad_enabled() and any(
             isinstance(a, Tensor) and a._requires_grad for a in args)
@@ -153,13 +157,18 @@ class Compiled:
 
 
 def _array_view(t: Tensor, cls: type) -> Tensor:
-    """``t`` as an Array whose operations record edges to ``t``'s place in the graph."""
+    """``t`` as an Array whose operations record edges to ``t``'s place in the graph (and
+    carry its tangent, inside a dual level)."""
     v = cls._make(t._data)
     v.__class__ = cls
     if t._requires_grad:
         v._grad_fn = t._grad_fn if t._grad_fn is not None else t._accumulator()
         v._output_nr = t._output_nr
         v._requires_grad = True
+    if _tensor._forward_hook is not None:
+        tangent = forward_ad.tangent_of(t)
+        if tangent is not None:
+            forward_ad.set_tangent(v, tangent)
     return v
 
 

@@ -581,3 +581,19 @@ def test_functional_jvp_misuse_matches_pytorch():
     got, want = _jvp_misuse(srcgrad), _jvp_misuse(torch)
     for key in want:
         assert str(got[key]).replace("srcgrad", "torch") == str(want[key]), key
+
+
+def _compiled_body(x, w):
+    return np.sum(np.tanh(x * w)) + np.sum(x * x)
+
+
+def test_a_compiled_function_passes_tangents_on_as_the_eager_run_does():
+    compiled = srcgrad.compile(_compiled_body)
+    x = srcgrad.tensor([0.1, 0.2, 0.3], dtype=srcgrad.float64)
+    w = srcgrad.tensor([1.0, -2.0, 0.5], dtype=srcgrad.float64)
+    v = srcgrad.tensor([1.0, 0.5, -1.0], dtype=srcgrad.float64)
+    with fw.dual_level():
+        got = fw.unpack_dual(compiled(fw.make_dual(x, v), w)).tangent
+        want = fw.unpack_dual(_compiled_body(fw.make_dual(x, v), w)).tangent
+    assert got is not None
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
