@@ -120,6 +120,11 @@ class Forward(Primal):
 
     def tangent_prim(self, st: Stmt) -> list[ast.stmt]:
         prim = st.fn
+        if getattr(prim, "derivative_unknown", False) and any(
+                self.tan_of(a) is not None for a in st.args):
+            raise SymbolicError(f"srcgrad has no derivative rule for {prim.name} (a rule's "
+                                f"own helper, line {st.line}): this derivative of a "
+                                "derivative is not compiled")
         tans = [self.tan_of(a) if prim.vjp(i) is not None else None
                 for i, a in enumerate(st.args)]
         if all(t is None for t in tans):

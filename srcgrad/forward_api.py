@@ -134,20 +134,22 @@ class Jvp:
         if len(primals) != len(tangents):
             raise TypeError(f"jvp called with different primal and tangent lengths: "
                             f"{len(primals)} and {len(tangents)}")
+        if self._count is not None and len(primals) < self._count:   # defaults: constants
+            primals, tangents = self._defaults(primals, tangents)
         if self._inner is not None:
             return self._hvp(primals, tangents)
         if self._snapshot.changed() is not None:      # a global or closure was rebound
             self._built.clear()
         if all(type(p) is float or type(p) is np.ndarray for p in primals):   # the common case
-            wrt = tuple(i for i, p in enumerate(primals) if type(p) is float or
-                        p.dtype.kind == "f")
+            wrt = tuple(i for i, p in enumerate(primals) if (type(p) is float or
+                        p.dtype.kind == "f") and tangents[i] is not None)
             for i in wrt:
                 if np.shape(tangents[i]) != np.shape(primals[i]):
                     _check_tangents(primals, tangents)
             built = self._built.get((wrt, "[]")) or self.compiled(wrt, {})
         else:
             _check_tangents(primals, tangents)
-            wrt = tuple(i for i, p in enumerate(primals) if carries(p))
+            wrt = tuple(i for i, p in enumerate(primals) if carries(p) and tangents[i] is not None)
             built = self.compiled(wrt, {i: pytree.flatten(primals[i])[1] for i in wrt
                                         if not pytree.is_leaf(primals[i])})
         if built is None:
@@ -155,12 +157,23 @@ class Jvp:
         args = _private(primals, built.ir) if built.ir.mutates else primals
         return built.functions[built.name](*args, *[tangents[i] for i in wrt])
 
+    def _defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+        """The primals with the parameters' defaults after them (as the call ``fun(*primals)``
+        binds them), which carry no tangent (None)."""
+        target = self._inner._target if self._inner is not None else self.fun
+        params = list(inspect.signature(target).parameters.values())[len(primals):]
+        if any(p.default is inspect.Parameter.empty for p in params):
+            missing = [p.name for p in params if p.default is inspect.Parameter.empty]
+            raise TypeError(f"jvp of {getattr(target, '__qualname__', target)}: missing "
+                            f"primals for {', '.join(missing)}")
+        return primals + tuple(p.default for p in params), tangents + (None,) * len(params)
+
     def _hvp(self, primals: tuple, tangents: tuple) -> Any:
         """``jvp(grad(g))``: the gradient, and its derivative along the tangents: ``grad`` of
         ``g``'s directional derivative (reverse over forward; pytrees as in ``grad``)."""
         _check_tangents(primals, tangents)
         inner = self._inner
-        along = tuple(i for i, p in enumerate(primals) if carries(p))
+        along = tuple(i for i, p in enumerate(primals) if carries(p) and tangents[i] is not None)
         if not along:
             value = inner(*primals)
             return value, pytree.zero_like(value)
@@ -210,6 +223,8 @@ def _sequence(value: Any, what: str) -> tuple:
 def _check_tangents(primals: tuple, tangents: tuple) -> None:
     """As JAX: each float leaf's tangent has the primal's shape (and no structure else)."""
     for k, (p, t) in enumerate(zip(primals, tangents)):
+        if t is None:                        # a default: no tangent
+            continue
         p_leaves, p_tree = pytree.flatten(p)
         t_leaves, t_tree = pytree.flatten(t)
         if repr(p_tree) != repr(t_tree):

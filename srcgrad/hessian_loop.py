@@ -26,10 +26,10 @@ __all__ = ["hessian_function"]
 _LOOP = '''def {name}({params}):
     """The Hessian with respect to {x}: the gradient of the derivative along each unit
     tangent of {x} (one column each)."""
-    n = np.size({x})
-    units = np.eye(n, dtype=np.result_type({x}, 1.0)).reshape((n,) + np.shape({x}))
-    columns = [{grad}({params}, unit) for unit in units]
-    return np.stack(columns, axis=-1).reshape(np.shape({x}) + np.shape({x}))
+    {n} = np.size({x})
+    {units} = np.eye({n}, dtype=np.result_type({x}, 1.0)).reshape(({n},) + np.shape({x}))
+    {columns} = [{grad}({params}, {unit}) for {unit} in {units}]
+    return np.stack({columns}, axis=-1).reshape(np.shape({x}) + np.shape({x}))
 '''
 
 
@@ -43,9 +43,11 @@ def hessian_function(directional: Callable, p: int, base: str, backend: str,
     if gradient._fn is None or gradient.source is None:
         return None
     params = list(inspect.signature(gradient._fn).parameters)[:-1]
-    name = fresh_name(f"{base}_hessian", set(gradient._namespace) | set(params))
+    taken = set(gradient._namespace) | set(params)
+    name = fresh_name(f"{base}_hessian", taken)
+    local = {k: fresh_name(k, taken) for k in ("n", "units", "unit", "columns")}
     loop = _LOOP.format(name=name, params=", ".join(params), x=params[p],
-                        grad=gradient._fn.__name__)
+                        grad=gradient._fn.__name__, **local)
     text = gradient.source.rstrip("\n") + "\n\n\n" + loop
     namespace = load(text, f"hessian {base}", gradient._free,
                      "numpy" if backend == "auto" else backend)

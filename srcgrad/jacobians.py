@@ -11,6 +11,7 @@ give pytrees (the result's structure, each leaf holding the argument's).
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ def _basis(value: Any) -> Iterator[Any]:
             if isinstance(leaf, float):
                 unit[k] = 1.0
             else:
-                e = np.zeros_like(leaf)
+                e = np.zeros(np.shape(leaf), dtype=leaf.dtype)     # C order, as the result's
                 e.reshape(-1)[j] = 1
                 unit[k] = e
             yield pytree.unflatten(tree, unit)
@@ -167,6 +168,7 @@ class Jacobian:
         return f"<srcgrad.{self._kind(self.mode)} of {getattr(self.fun, '__qualname__', self.fun)}>"
 
     def __call__(self, *args: Any) -> Any:
+        args = _with_defaults(self.fun, args)
         directional = self._directional
         if directional is not None and directional._snapshot.changed() is not None:
             directional._built.clear()              # a global of fun rebound: build again
@@ -194,7 +196,7 @@ class Jacobian:
             value, column = self._transform(args, tangents)
             columns.append(column)
         if value is None:
-            value = self.fun(*args)
+            value = self.fun(*copy.deepcopy(args))
         return _from_columns(columns, value, args[p])
 
     def _rows_for(self, p: int, inner: int, trees: dict, quiet: bool = False
@@ -239,7 +241,7 @@ class Jacobian:
                     return float(out) if type(x) is float else out
         rows = self._rows_for(p, inner, {p: pytree.flatten(args[p])[1]}
                               if not pytree.is_leaf(args[p]) else {})
-        value = self.fun(*args)
+        value = self.fun(*copy.deepcopy(args))        # never the caller's arrays
         if rows is None:                     # the directional derivative fell back: eager
             if inner != p:
                 raise CompileError(f"{self!r} fell back: {self.fallback_reason}")
@@ -298,3 +300,15 @@ def _zeros(value: Any) -> Any:
     leaves, tree = pytree.flatten(value)
     return pytree.unflatten(tree, [pytree.zero_like(v) if pytree.differentiable(v) else v
                                    for v in leaves])
+
+
+def _with_defaults(fun: Callable, args: tuple) -> tuple:
+    """The arguments with the defaults of the parameters not given (as ``fun(*args)``)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())[len(args):]
+    except (TypeError, ValueError):
+        return args
+    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or
+                         p.default is inspect.Parameter.empty for p in params):
+        return args
+    return args + tuple(p.default for p in params)

@@ -14,7 +14,7 @@ from typing import Any
 
 from srcgrad.callees import qualname
 from srcgrad.errors import CompileError
-from srcgrad.ir import Const
+from srcgrad.ir import Const, Pack, Tree
 
 __all__ = ["lower_transform_call"]
 
@@ -28,6 +28,10 @@ def lower_transform_call(lowerer: Any, f: Any, node: ast.Call) -> Any:
         except CompileError as exc:
             raise lowerer.error(str(exc), node) from None
         args = [lowerer.expr(a) for a in node.args]
+        if any(isinstance(a, (Pack, Tree)) or lowerer.is_runtime_list(a) for a in args):
+            raise lowerer.error(f"{qualname(f)}(...) inside a compiled function is compiled "
+                                "for array and float arguments, not lists, tuples or dicts",
+                                node)
         if len(args) != prim.nin:
             raise lowerer.error(f"{qualname(f)} takes {prim.nin} argument(s) here, "
                                 f"not {len(args)}", node)
