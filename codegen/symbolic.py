@@ -91,6 +91,10 @@ def _leaf(value: Any) -> ast.expr | None:
         return value.node
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
         return value_expr(value.item())
+    if isinstance(value, np.ndarray) and value.size <= 64 and value.dtype.kind in "biuf":
+        return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "array", ast.Load()),
+                        [value_expr(value.tolist())], [ast.keyword("dtype", value_expr(
+                            value.dtype))])       # a rule's value of constants: ravel(0.5)
     return None
 
 

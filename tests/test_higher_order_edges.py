@@ -80,3 +80,15 @@ def test_the_second_derivative_of_prod_is_right_or_refused():
         return
     want = np.prod(x) / np.outer(x, x) * (1 - np.eye(3))
     np.testing.assert_allclose(h, want, rtol=1e-10)
+
+
+_V = 0.5
+
+
+def _vdot_with_a_number(x):
+    return np.vdot(x, _V)
+
+
+def test_a_rule_evaluated_on_a_constant_prints_its_array():
+    assert srcgrad.grad(_vdot_with_a_number, strict=True)(2.0) == pytest.approx(0.5)
+    assert srcgrad.jvp(_vdot_with_a_number, (2.0,), (1.0,), strict=True)[1] == pytest.approx(0.5)
