@@ -48,6 +48,7 @@ def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
 def prod_others(x, *, axis=None):
     """Product of all other elements along ``axis`` (an int, a tuple or None): the gradient
     of prod, safe at zeros."""
+    x = np.asarray(x)
     if axis is None:
         flat = x.reshape(-1)
     else:
@@ -64,6 +65,7 @@ def prod_others(x, *, axis=None):
     return np.moveaxis(out.reshape(moved.shape), last, axes)
 
 
+prod_others.derivative_unknown = True    # no rule of its own: np.prod's second derivative
 defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, keepdims=False:
