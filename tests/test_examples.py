@@ -31,3 +31,12 @@ def test_sequence_model_learns_through_lists():
     import sequence_model
     losses = sequence_model.train(steps=60, verbose=False)
     assert losses[-1] < losses[0] / 5
+
+
+def test_newton_converges_quadratically_on_compiled_hessians_and_hvps():
+    import numpy as np
+    import newton
+    start = np.linspace(0.1, 0.4, 6)
+    for method in (newton.newton, newton.truncated_newton):
+        norms = method(start, pull=0.5, steps=5, verbose=False)
+        assert norms[1] < 1e-3 * norms[0] ** 1.5 + 1e-12 and norms[-1] < 1e-12
