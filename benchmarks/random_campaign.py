@@ -8,9 +8,15 @@ the point), wrong gradient, internal error, mutated argument and the fallback's 
 failing program is written to ``--out`` (``<outcome>/seed_<n>.py``, with the arguments and
 the detail in a comment) for reproduction.
 
-Run: ``python benchmarks/random_campaign.py --count 3000 [--start 0] [--out folder]``;
-``--count 300 --no-shrink --known`` prints the seeds that ``tests/test_random_soundness.py``
-should mark as known failures (its ``KNOWN``).
+``--transform jvp`` checks the compiled jvp along random tangents instead, and ``--transform
+hvp`` the Hessian-vector products ``jvp(grad(f, wrt=i))`` and ``hessian(f, wrt=i)``
+(``tests/program_forward.py``), counted the same way; ``jvp-tuple`` is the jvp of the programs
+returning their terms unsummed (a tuple of arrays).
+
+Run: ``python benchmarks/random_campaign.py --count 3000 [--start 0] [--out folder]
+[--transform grad|jvp|jvp-tuple|hvp]``; ``--count 300 --no-shrink --known`` prints the seeds
+that ``tests/test_random_soundness.py`` (or ``test_random_forward.py``) should mark as known
+failures (its ``KNOWN``).
 """
 
 from __future__ import annotations
@@ -26,22 +32,40 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from program_generator import DEAD_ENDS, FAILURES, check, generate, shrink  # noqa: E402
+import program_forward  # noqa: E402
+import program_generator  # noqa: E402
+from program_generator import generate, shrink  # noqa: E402
+
+TRANSFORMS = {   # name: (the check, its failing outcomes, its dead ends, the issue it reports in)
+    "grad": (program_generator.check, program_generator.FAILURES, program_generator.DEAD_ENDS,
+             "issue 8"),
+    "jvp": (program_forward.check_jvp, program_forward.FAILURES, program_forward.DEAD_ENDS,
+            "issue 10"),
+    "jvp-tuple": (lambda program, folder: program_forward.check_jvp(
+        program_forward.vector(program), folder), program_forward.FAILURES,
+        program_forward.DEAD_ENDS, "issue 10"),
+    "hvp": (program_forward.check_hvp, program_forward.FAILURES, program_forward.DEAD_ENDS,
+            "issue 10"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--start", type=int, default=0, help="first seed")
-    parser.add_argument("--out", default="random_campaign_failures",
-                        help="folder for the failing programs")
+    parser.add_argument("--out", help="folder for the failing programs (default: "
+                        "random_campaign_failures, with _<transform> after it but for grad)")
     parser.add_argument("--top", type=int, default=25, help="reason classes to print")
     parser.add_argument("--no-shrink", action="store_true",
                         help="save failing programs as drawn (default: shrink them first)")
     parser.add_argument("--known", action="store_true",
                         help="also print the failing seeds as test_random_soundness.KNOWN")
+    parser.add_argument("--transform", choices=sorted(TRANSFORMS), default="grad",
+                        help="what is checked (default: the compiled gradient)")
     options = parser.parse_args(argv)
-    out = Path(options.out)
+    check, FAILURES, DEAD_ENDS, issue = TRANSFORMS[options.transform]
+    out = Path(options.out or "random_campaign_failures" + (
+        "" if options.transform == "grad" else "_" + options.transform))
     counts: collections.Counter = collections.Counter()
     reasons: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failed: dict[int, tuple[str, str]] = {}
@@ -60,14 +84,14 @@ def main(argv: list[str] | None = None) -> int:
                 failed[seed] = (outcome, detail)
             if outcome in FAILURES + DEAD_ENDS:
                 if not options.no_shrink:
-                    program = shrink(program, lambda p, o=outcome: _outcome(p, folder) == o)
+                    program = shrink(program, lambda p, o=outcome: _outcome(check, p, folder) == o)
                 save(out, outcome, program, detail)
             elif outcome == "harness error":
                 save(out, outcome, program, detail)
     elapsed = time.perf_counter() - started
     total = sum(counts.values())
-    print(f"{total} programs (seeds {options.start}..{options.start + total - 1}) "
-          f"in {elapsed:.0f} s")
+    print(f"{options.transform}: {total} programs (seeds {options.start}.."
+          f"{options.start + total - 1}) in {elapsed:.0f} s")
     order = ["correct", "refused", "inconclusive", *FAILURES, *DEAD_ENDS, "harness error"]
     for outcome in order:
         if counts[outcome]:
@@ -81,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.known:
         print("\nKNOWN = {")
         for seed, (outcome, detail) in sorted(failed.items()):
-            print(f"    {seed}: {('issue 8: ' + outcome + ': ' + detail)[:95]!r},")
+            print(f"    {seed}: {(issue + ': ' + outcome + ': ' + detail)[:95]!r},")
         print("}")
     failing = sum(counts[o] for o in FAILURES)
     if failing:
@@ -89,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failing else 0
 
 
-def _outcome(program, folder: str) -> str:
+def _outcome(check, program, folder: str) -> str:
     try:
         return check(program, Path(folder))[0]
     except Exception:

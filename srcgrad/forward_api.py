@@ -177,7 +177,10 @@ class Jvp:
         if not along:
             value = inner(*primals)
             return value, pytree.zero_like(value)
-        hvp = hvp_transform(inner.__wrapped__, along, inner.wrt[0], self.backend, self.strict)
+        trees = {i: pytree.flatten(primals[i])[1] for i in along
+                 if not pytree.is_leaf(primals[i])}          # pytrees: the jvp knows them
+        hvp = hvp_transform(inner.__wrapped__, along, inner.wrt[0], self.backend, self.strict,
+                            trees)
         tangent = hvp(*primals, *[tangents[i] for i in along])
         return tangent if self.tangent_only else (inner(*primals), tangent)
 
@@ -191,17 +194,17 @@ _HVPS: dict[Any, Any] = {}
 
 
 def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
-                  strict: bool) -> Any:
+                  strict: bool, trees: dict | None = None) -> Any:
     """``grad`` (with respect to ``wrt``) of ``fun``'s directional derivative along the
     arguments at ``along``: called with the arguments and one tangent for each of those, it
     gives the derivative of ``grad(fun, wrt)`` along them (reverse over forward)."""
-    key = (fun, along, wrt, backend, strict)
+    key = (fun, along, wrt, backend, strict, repr(sorted((trees or {}).items())))
     hvp, snapshot = _HVPS.get(key, (None, None))
     if hvp is None or snapshot.changed() is not None:      # fun's globals rebound: again
         from srcgrad.api import Transform
         from srcgrad.forward_build import build_jvp
         snapshot = Snapshot(fun)
-        built = build_jvp(fun, along, _backend(backend), tangent_only=True)
+        built = build_jvp(fun, along, _backend(backend), trees, tangent_only=True)
         snapshot.watch(built.resolved)
         tangent = built.functions[built.name]
         hvp = Transform(tangent, "grad", wrt, backend=backend, strict=strict)
