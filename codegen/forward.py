@@ -59,6 +59,7 @@ class Forward(Primal):
         self.tangent_names: set[str] = set()     # every name a tangent statement assigns
         self.tangent_params: list[str] = []
         self.preassigned: set[str] = set()     # a block's outputs, assigned by its call
+        self.flat_outputs: Callable[[str], int | None] = lambda name: None
         for p in fn.params:
             if p in active:
                 name = self._new(p)
@@ -189,9 +190,13 @@ class Forward(Primal):
         if not positions:
             return [assign(st.target, ast.Call(st.expr, args, []))]
         name = self.jvp_name(st.fn, positions, st.params.get("label"))
+        tangents = [self.tan_of(st.args[i]) for i in sorted(positions)]
+        count = self.flat_outputs(name)
+        if count is not None:                # a tuple: its items and theirs, one flat tuple
+            return control.flat_call(self, st, ast.Call(_name(name), args + tangents, []),
+                                     count)
         dot = self._new(st.target)
         self.tan[st.target] = _name(dot)
-        tangents = [self.tan_of(st.args[i]) for i in sorted(positions)]
         return [assign([st.target, dot], ast.Call(_name(name), args + tangents, []))]
 
     # -------------------------------------------------------------------------- helpers

@@ -17,7 +17,7 @@ from srcgrad.codegen.symbolic import assign
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Stmt, Var
 
-__all__ = ["branch", "loop", "append"]
+__all__ = ["branch", "loop", "append", "flat_call"]
 
 
 def _outputs(em: Any, st: Stmt, count: int) -> list[str]:
@@ -57,6 +57,14 @@ def _dots(em: Any, names: list[str]) -> list[str]:
 
 def _targets(names: list[str]) -> ast.expr:
     return ast.Tuple([_name(n, True) for n in names], ast.Store())
+
+
+def flat_call(em: Any, st: Stmt, call: ast.Call, count: int) -> list[ast.stmt]:
+    """``a, b, a_dot, b_dot = helper_jvp(...)`` for a helper returning a tuple."""
+    names = _outputs(em, st, count)
+    dots = _dots(em, names)
+    return [ast.Assign([_targets(names + dots)], call, lineno=0)] + _whole(
+        em, st, names, dots)
 
 
 def branch(em: Any, st: Stmt) -> list[ast.stmt]:

@@ -94,6 +94,7 @@ class _ForwardModule:
         self.temps: set[str] = set()
         self.free: dict[str, Any] = dict(ir.free)
         self.names: dict[Any, str] = {}
+        self.flat: dict[str, int] = {}       # a callee's jvp returning a flat tuple: its items
         self.in_progress: list[Any] = []
         self.taken = set(ir.used)
         self.embedded: dict[Any, str] = {}
@@ -132,7 +133,10 @@ class _ForwardModule:
             ir = copy.copy(ir)
         self.taken |= ir.used
         self.free.update(ir.free)
-        self.transform(ir, [p for i, p in enumerate(ir.params) if i in positions], name, block)
+        flat = block or bool(ir.outputs())         # a tuple: its items, then their tangents
+        if flat and not block:
+            self.flat[name] = len(ir.outputs())
+        self.transform(ir, [p for i, p in enumerate(ir.params) if i in positions], name, flat)
         self.in_progress.pop()
         return name
 
@@ -140,6 +144,7 @@ class _ForwardModule:
                   block: bool = False) -> str:
         """Emit the jvp of ``ir`` (the module's main function when ``name`` is None)."""
         em = Forward(ir, active, ir.fresh, self.jvp_name, self.namespace)
+        em.flat_outputs = self.flat.get
         em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
         body = em.body()
         top = name is None
