@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen import lists
-from srcgrad.codegen.symbolic import Sym, assign, numpy_path, to_expr
+from srcgrad.codegen.symbolic import Sym, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var
-from srcgrad.runtime import rules
+from srcgrad.runtime.primitives import unbroadcast
 
 __all__ = ["Accumulation"]
-
-_FRESH_HELPERS = frozenset({"unindex", "index_put"})     # each returns a new array
 
 
 class Accumulation:
@@ -35,18 +33,19 @@ class Accumulation:
         fact = self.facts.get(getattr(value, "name", None))
         return fact is not None and int(np.prod(fact[0])) == 1
 
-    def _sums_everything(self, st: Stmt) -> bool:
-        return (st.fn.name == "sum" and st.params.get("axis") is None
-                and not st.params.get("keepdims"))
-
-    def _averages_everything(self, st: Stmt) -> bool:
-        return (st.fn.name == "mean" and st.params.get("axis") is None
-                and not st.params.get("keepdims") and isinstance(st.args[0], Var))
+    def full_adjoint(self, st: Stmt) -> Any:
+        """For a reduction over every axis (a full sum or mean, by the primitive's hint), the
+        function giving its input's adjoint, a number standing for the whole array."""
+        full = st.fn.full_adjoint
+        if full is None or st.params.get("axis") is not None or st.params.get("keepdims") \
+                or not isinstance(st.args[0], Var):
+            return None
+        return full
 
     def _elementwise(self, st: Stmt) -> bool:
         """The rule maps a scalar ``g`` to an array of the input's shape exactly."""
         prim = st.fn
-        if prim.name in ("sum", "mean") or (prim.elementwise and prim.nin == 1):
+        if prim.full_adjoint is not None or (prim.elementwise and prim.nin == 1):
             return True          # reductions spread g by ``unreduce``, which takes a scalar
         return prim.elementwise and all(
             isinstance(a, Const) and isinstance(a.value, (int, float))
@@ -58,9 +57,9 @@ class Accumulation:
         self.virtual.discard(var)
         g = self.adj[var]
         value = ast.Constant(g) if isinstance(g, float) else g
-        full = ast.Call(ast.Attribute(_name(self.namespace), "full", ast.Load()),
-                        [ast.Call(numpy_path(np.shape, self.namespace), [_name(var)], []),
-                         value], [])
+        backend = self.tracer.backend
+        full = ast.Call(backend.path(np.full), [ast.Call(backend.path(np.shape), [_name(var)],
+                                                         []), value], [])
         name = g.id if isinstance(g, ast.Name) and var not in self.aliases else self.fresh(
             f"d_{var}")
         self.aliases.discard(var)
@@ -76,8 +75,8 @@ class Accumulation:
         stack = [contrib.node]
         while stack:
             for node in ast.walk(stack.pop()):
-                if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
-                                                       and node.func.id == "numel"):
+                if isinstance(node, ast.Call) and not getattr(self._called(node), "of_shapes",
+                                                              False):
                     return True                  # a helper spreads g to a full array
                 if isinstance(node, ast.Name):
                     if node.id in defs:
@@ -85,6 +84,12 @@ class Accumulation:
                     elif node.id not in allowed and node.id not in self.tracer.helpers:
                         return True
         return False
+
+    def _called(self, node: Any) -> Any:
+        """The primitive or helper that a call the rules printed calls (None: another)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return self.tracer.called.get(node.func.id)
+        return None
 
     def _statement_defs(self) -> dict[str, ast.expr]:
         """The temporaries the rules of the current statement defined, by name."""
@@ -194,16 +199,18 @@ class Accumulation:
         """Whether ``value`` is a new array no other name refers to (arithmetic makes one, and
         so do the helpers that build a gradient from zeros or from a copy)."""
         made = self._definition(value)
-        if _calls(made, "unbroadcast") and made.args:   # of a new array: new, or reduced
-            return _calls(self._definition(made.args[0]), *_FRESH_HELPERS)
-        return isinstance(made, (ast.BinOp, ast.UnaryOp)) or _calls(made, *_FRESH_HELPERS)
+        if _calls(made, unbroadcast.__name__) and made.args:    # new, or a new one reduced
+            return getattr(self._called(self._definition(made.args[0])), "fresh_result", False)
+        return isinstance(made, (ast.BinOp, ast.UnaryOp)) or getattr(
+            self._called(made), "fresh_result", False)
 
     def _scatter(self, name: str, value: ast.expr, stmts: list[ast.stmt]) -> ast.stmt | None:
         """``name += unindex(g, index=i, shape=s)`` as ``name = scatter_add(name, i, g)``
-        (``unindex`` is ``scatter_add`` into zeros): the gradient of a read ``x[i]`` added
-        where it belongs, not through a full array."""
+        (``unindex`` is ``scatter_add`` into zeros: its hint ``accumulate_by``): the gradient
+        of a read ``x[i]`` added where it belongs, not through a full array."""
         made = self._definition(value)
-        if not (_calls(made, "unindex") and len(made.args) == 1):
+        adder = getattr(self._called(made), "accumulate_by", None)
+        if adder is None or len(made.args) != 1:
             return None
         index = next((k.value for k in made.keywords if k.arg == "index"), None)
         if index is None:
@@ -211,7 +218,7 @@ class Accumulation:
         if isinstance(value, ast.Name) and value.id in self.tracer.temps:
             stmts[:] = [s for s in stmts if not (isinstance(s, ast.Assign) and isinstance(
                 s.targets[0], ast.Name) and s.targets[0].id == value.id)]
-        scatter = self.tracer.use_helper("scatter_add", rules.scatter_add)
+        scatter = self.tracer.use_helper(adder.__name__, adder)
         return assign(name, ast.Call(scatter, [_name(name), index, made.args[0]], []))
 
 

@@ -4,7 +4,8 @@ A branch calls the vjp of the block that runs and keeps its backward closure; it
 calls that closure.  A loop keeps one closure per iteration in a list (the tape) and its
 adjoint calls them in reverse, passing the carried cotangents from one to the next; each
 closure adds the gradients of what the body only reads into running totals it is handed
-(and hands them on to the branches and loops inside it).
+(and hands them on to the branches and loops inside it).  Which inputs of a block get
+gradients, and which totals it is handed, the analysis (``em.analysis``) says.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import assign
 from srcgrad.codegen.symbolic import name_expr as _name
-from srcgrad.ir import Stmt, Var
+from srcgrad.ir import Stmt
 
 __all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
 
@@ -23,16 +24,6 @@ __all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
     """``if cond: out, back = then_vjp(...) else: out, back = else_vjp(...)``."""
     then_ir, else_ir = st.fn
-    handed = [a.name for a in st.args[1:] if em._wants(a) and a.name in em.fn.accumulates
-              and a.name not in em.fn.lists]          # running totals the blocks add into
-    if handed and st.target in em.active:
-        em.passed_totals[st.target] = handed
-    for ir in (then_ir, else_ir):                   # inputs without adjoints: no gradients
-        ir.nondiff |= {p for p, a in zip(ir.params, st.args[1:]) if not em._wants(a)}
-        if st.target in em.passed_totals:
-            by_arg = {a.name: p for p, a in zip(ir.params, st.args[1:])
-                      if isinstance(a, Var)}
-            ir.accumulates = [by_arg[v] for v in handed]
     args = [em.operand(a) for a in st.args[1:]]
     back = em.fresh(f"{st.target}_backward") if st.target in em.active else "_"
     if back != "_":
@@ -47,10 +38,6 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     body_ir, test_ir = st.fn
     n = st.params["carried"]
     active = st.target in em.active
-    body_ir.nondiff |= {p for k, (p, a) in enumerate(zip(body_ir.params[1:], st.args))
-                        if not (k < n and active) and not _flows(em, body_ir, p, a)}
-    body_ir.accumulates = [p for p, a in zip(body_ir.params[1 + n:], st.args[n:])
-                           if _flows(em, body_ir, p, a)]
     counter = em.fresh(st.params["counter"])
     carried = [em.operand(a) for a in st.args[:n]]
     consts = [em.operand(a) for a in st.args[n:]]
@@ -89,12 +76,6 @@ def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:
     return out
 
 
-def _flows(em: Any, ir: Any, param: str, arg: Any) -> bool:
-    """Whether a gradient flows back through this block input: the argument has an adjoint
-    and the parameter reaches the block's result."""
-    return em._wants(arg) and (ir.differentiable is None or param in ir.differentiable)
-
-
 def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     """Call the iterations' closures in reverse, passing the carried cotangents from one to
     the next.  The gradients of what the body only reads are accumulated in place: each
@@ -107,7 +88,7 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     emitted.append(assign(d_state, g))
     body_ir = st.fn[0]
     consts = [(i, a) for i, a in enumerate(st.args[n:], start=n)
-              if _flows(em, body_ir, body_ir.params[1 + i], a)]
+              if em.analysis.flows(body_ir, body_ir.params[1 + i], a)]
     ours = {i: em.running_total(a.name) for i, a in consts}   # a total of an outer loop
     ours = {i: d.id for i, d in ours.items() if d is not None}
     totals = {i: ours.get(i) or em.fresh(f"d_{a.name}_sum") for i, a in consts}
@@ -146,7 +127,7 @@ def accumulators(em: Any, ir: Any, seed: str) -> list[ast.stmt]:
     after the cotangents of its outputs; the adjoint adds into them in place."""
     out = []
     offset = len(ir.outputs())
-    for j, param in enumerate(ir.accumulates):
+    for j, param in enumerate(em.analysis.accumulates):
         name = em.fresh(f"d_{param}")
         out.append(assign(name, ast.Subscript(_name(seed), ast.Constant(offset + j),
                                               ast.Load())))

@@ -206,6 +206,10 @@ class Forward(Primal):
 
     def zero(self, a: Any) -> ast.expr:
         helper = self.tracer.use_helper("zero_tangent", tangents.zero_tangent.fn)
+        if isinstance(a, Var) and a.name in self.fn.lists:   # a list, written as one
+            item = self.fresh("item")
+            return ast.ListComp(ast.Call(helper, [_name(item)], []), [ast.comprehension(
+                _name(item, True), self.operand(a), [], 0)])
         return ast.Call(helper, [self.operand(a)], [])
 
     def flat_result(self) -> ast.expr:

@@ -39,7 +39,7 @@ def _outputs(em: Any, st: Stmt, count: int) -> list[str]:
 def _whole(em: Any, st: Stmt, names: list[str], dots: list[str] | None) -> list[ast.stmt]:
     """The block statement's tuple itself, when something other than an unpack reads it."""
     readers = [s for s in em.fn.body if st.target in s.reads() and s.kind != "unpack"]
-    if not readers:
+    if not readers and em.fn.result != Var(st.target):     # nor returned whole
         return []
     out = [assign(st.target, ast.Tuple([_name(n) for n in names], ast.Load()))]
     if dots is not None:

@@ -1,8 +1,9 @@
-"""Backends: a transform's functions assembled into one module of source, compiled so that
-tracebacks and ``pdb`` show its lines.
+"""A transform's functions assembled into one module of source, compiled so that tracebacks
+and ``pdb`` show its lines.
 
-The module imports only NumPy (CuPy for ``backend="cupy"``: the same text with ``np`` bound
-to ``cupy``) and defines every helper it uses, so ``.source`` can be saved and run alone.
+The module imports only its backend's array library (NumPy; CuPy for ``backend="cupy"``: the
+same text with ``np`` bound to ``cupy``) and defines every helper it uses, so ``.source`` can
+be saved and run alone.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import sys
 import types
 from typing import Any
 
+from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT
 from srcgrad.codegen.symbolic import helper_sources
 
-__all__ = ["render", "load", "NAMESPACES"]
+__all__ = ["render", "load"]
 
-NAMESPACES = {"numpy": ("numpy", "np"), "cupy": ("cupy", "cp")}
 _COMMENT_LINE = re.compile(rf"^(\s*){COMMENT}\((.*)\)$")
 
 
@@ -64,14 +65,15 @@ def _import_line(name: str, module: types.ModuleType) -> str | None:
 
 
 def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set[str],
-           title: str, free: dict[str, Any], backend: str = "numpy") -> str:
-    """The complete module: docstring, imports, helpers, then the generated functions."""
-    module, alias = NAMESPACES[backend]
+           title: str, free: dict[str, Any], backend: Backend | str = NUMPY) -> str:
+    """The complete module: docstring, imports, helpers, then the generated functions
+    (``backend``: a Backend, or its name, ``"numpy"`` or ``"cupy"``)."""
+    backend = as_backend(backend)
     for fn in functions:
         inline_single_use(fn, temps)
-        hoist_shapes(fn, alias)
+        hoist_shapes(fn, backend)
         drop_empty_comments(fn, _is_comment)
-    parts = [_docstring(title), f"import {module} as {alias}"]
+    parts = [_docstring(title), backend.import_line]
     for name, value in sorted(free.items()):
         if isinstance(value, types.ModuleType) and _import_line(name, value) is not None:
             parts.append(_import_line(name, value))
@@ -81,22 +83,18 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
         parts.append("# Names from the user's module, bound when the module is loaded: "
                      + printable(", ".join(others)))
     for source in helper_sources(helpers):
-        parts.append(_swap(source, alias))
+        parts.append(backend.swap(source))
     for fn in functions:
         parts.append(_comments(ast.unparse(ast.fix_missing_locations(fn))))
     return "\n\n\n".join(parts) + "\n"
 
 
-def _swap(source: str, alias: str) -> str:
-    return source if alias == "np" else re.sub(r"\bnp\.", f"{alias}.", source)
-
-
-def load(text: str, label: str, free: dict[str, Any], backend: str = "numpy") -> dict:
-    """Compile and run the module text; its lines are registered with ``linecache``."""
+def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = NUMPY) -> dict:
+    """Compile and run the module text; its lines are registered with ``linecache``.  (The
+    text imports its own array library: ``backend`` is not needed to run it.)"""
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]
     filename = f"<srcgrad {label} {digest}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    module, alias = NAMESPACES[backend]
     namespace: dict[str, Any] = {"__name__": f"srcgrad_generated_{digest}",
                                  "__file__": filename}
     namespace.update(free)          # modules too: an import line only restates them

@@ -6,6 +6,8 @@ import ast
 import copy
 from typing import Any
 
+from srcgrad.codegen.backend import NUMPY, Backend
+
 __all__ = ["inline_single_use", "eliminate_dead_code", "drop_empty_comments"]
 
 
@@ -99,7 +101,7 @@ def eliminate_dead_code(fn: ast.FunctionDef, pure: set[str]) -> None:
         fn.body = kept
 
 
-def hoist_shapes(fn: ast.FunctionDef, namespace: str = "np") -> None:
+def hoist_shapes(fn: ast.FunctionDef, backend: Backend = NUMPY) -> None:
     """A backward closure that only needs an array's shape keeps the shape, not the array.
 
     ``np.shape(x)`` and ``x.shape`` inside a nested function become ``x_shape``, computed
@@ -117,8 +119,8 @@ def hoist_shapes(fn: ast.FunctionDef, namespace: str = "np") -> None:
         if hoisted:
             _ShapeNames(hoisted).visit(inner)
             shapes = [ast.Assign([ast.Name(f"{name}_shape", ast.Store())], ast.Call(
-                ast.Attribute(ast.Name(namespace, ast.Load()), "shape", ast.Load()),
-                [ast.Name(name, ast.Load())], []), lineno=0) for name in hoisted]
+                backend.attribute("shape"), [ast.Name(name, ast.Load())], []), lineno=0)
+                for name in hoisted]
             index = fn.body.index(inner)
             fn.body[index:index] = shapes
 

@@ -10,17 +10,20 @@ backward function; every source line starts with a ``# file:line  text`` comment
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import linecache
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from srcgrad.codegen import control, lists
-from srcgrad.codegen.symbolic import assign, index_expr, numpy_path, to_expr
+from srcgrad.codegen.backend import Backend
+from srcgrad.codegen.symbolic import assign, index_expr, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var, const_expr
 from srcgrad.runtime.primitives import NUMPY_BINDINGS
@@ -30,11 +33,6 @@ __all__ = ["Primal", "COMMENT", "comment", "short_filename", "located"]
 
 COMMENT = "__srcgrad_comment__"        # marker calls, printed as ``# ...`` lines
 
-_OPERATORS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult, "divide": ast.Div,
-              "matmul": ast.MatMult, "power": ast.Pow, "remainder": ast.Mod,
-              "floor_divide": ast.FloorDiv}
-_COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
-            "greater_equal": ast.GtE, "equal": ast.Eq, "not_equal": ast.NotEq}
 _NUMPY_OF = {}
 for _fun, (_prim, _) in NUMPY_BINDINGS.items():
     _NUMPY_OF.setdefault(_prim, _fun)
@@ -60,6 +58,40 @@ def _is_numpy(fun: Any) -> bool:
     module = getattr(fun, "__module__", None) or ""
     return isinstance(fun, np.ufunc) or module == "builtins" or module.split(".")[0] in (
         "numpy", "cupy")
+
+
+def _spelled(spelling: tuple, args: list[ast.expr], keywords: Callable[[], list[ast.keyword]],
+             params: dict[str, Any], backend: Backend) -> ast.expr:
+    """A primitive written as its ``spelling`` hint says (the forms are listed in
+    :mod:`srcgrad.runtime.rules`): an operator, a subscript, a method, or its function
+    called in a form of its own."""
+    form, *rest = spelling
+    if form == "operator":             # ``x + y``, or ``x ** p`` with ``p`` a parameter
+        right = to_expr(params[rest[1]]) if len(rest) > 1 else args[1]
+        return backend.binop(args[0], _operator(f"x {rest[0]} y")(), right)
+    if form == "compare":
+        return ast.Compare(args[0], [_operator(f"x {rest[0]} y")()], [args[1]])
+    if form == "unary":
+        return ast.UnaryOp(_operator(f"{rest[0]}x")(), args[0])
+    if form == "subscript":
+        return ast.Subscript(args[0], index_expr(params[rest[0]]), ast.Load())
+    if form == "method":
+        return ast.Call(ast.Attribute(args[0], rest[0], ast.Load()),
+                        [to_expr(params[p]) for p in rest[1:]], [])
+    if form == "sequence":             # the inputs as one list: ``np.stack([a, b], axis=0)``
+        return ast.Call(backend.path(rest[0]), [ast.List(args, ast.Load())], keywords())
+    if form == "leading":              # parameters first: ``np.einsum("ij,jk", a, b)``
+        return ast.Call(backend.path(rest[0]), [ast.Constant(params[p]) for p in rest[1:]]
+                        + args, [])
+    raise ValueError(f"unknown spelling {spelling!r}")
+
+
+@functools.cache
+def _operator(text: str) -> type:
+    """The operator of the expression ``text`` (``x + y``, ``x < y``, ``-x``): Python's own
+    reading of a symbol."""
+    node = ast.parse(text, mode="eval").body
+    return type(node.ops[0] if isinstance(node, ast.Compare) else node.op)
 
 
 def comment(text: str) -> ast.stmt:
@@ -140,46 +172,27 @@ class Primal:
         return const_expr(v) if isinstance(v, Const) else to_expr(v)
 
     def prim_expr(self, st: Stmt) -> ast.expr:
-        prim, name = st.fn, st.fn.name
+        """A primitive's statement as source: as its ``spelling`` hint says, else a call of
+        its function (NumPy's, Python's ``math``, a user's, or a helper of the module)."""
+        prim, backend = st.fn, self.tracer.backend
         args = [self.operand(a) for a in st.args]
-        if self.scalar and name in ("power", "pow_scalar"):   # raises where NumPy gives nan
-            exponent = args[1] if name == "power" else to_expr(st.params["p"])
-            return ast.Call(ast.Attribute(_name("math"), "pow", ast.Load()),
-                            [args[0], exponent], [])
-        if name in _OPERATORS:
-            return ast.BinOp(args[0], _OPERATORS[name](), args[1])
-        if name in _COMPARE:
-            return ast.Compare(args[0], [_COMPARE[name]()], [args[1]])
-        if name == "pow_scalar":
-            return ast.BinOp(args[0], ast.Pow(), to_expr(st.params["p"]))
-        if name == "negative":
-            return ast.UnaryOp(ast.USub(), args[0])
-        if name == "getitem":
-            index = st.params["index"]
-            return ast.Subscript(args[0], index_expr(index), ast.Load())
-        if name == "cast":
-            return ast.Call(ast.Attribute(args[0], "astype", ast.Load()),
-                            [to_expr(st.params["dtype"])], [])
-        if name == "item":
-            return ast.Call(ast.Attribute(args[0], "item", ast.Load()), [], [])
-        kwargs = [ast.keyword(k, self.tracer.index_expr(v) if k == "index" and not isinstance(
-            v, (Var, Const)) else self.param(v)) for k, v in st.params.items()]
-        if name in ("concatenate", "stack"):
-            return ast.Call(numpy_path(getattr(np, name), self.namespace),
-                            [ast.List(args, ast.Load())], kwargs)
-        if name == "einsum":
-            return ast.Call(numpy_path(np.einsum, self.namespace),
-                            [ast.Constant(st.params["subscripts"]), *args], [])
+        if prim.spelling is not None:
+            return _spelled(prim.spelling, args, lambda: self.keywords(st), st.params, backend)
         if _is_math(prim):                  # Python's math function itself
             return ast.Call(ast.Attribute(self.math_module(), prim.fn.__name__, ast.Load()),
                             args, [])
+        kwargs = self.keywords(st)
         numpy_fun = _function_of(prim)
         if numpy_fun is not None and not _is_numpy(numpy_fun):
             return ast.Call(_name(self.bound_name(numpy_fun)), args, kwargs)
         if numpy_fun is not None:
-            return ast.Call(numpy_path(numpy_fun, "math" if self.scalar else self.namespace),
-                            args, kwargs)
+            return ast.Call(backend.path(numpy_fun), args, kwargs)
         return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
+
+    def keywords(self, st: Stmt) -> list[ast.keyword]:
+        """A primitive's parameters as keyword arguments (an index with slices as ``np.s_``)."""
+        return [ast.keyword(k, self.tracer.index_expr(v) if k == "index" and not isinstance(
+            v, (Var, Const)) else self.param(v)) for k, v in st.params.items()]
 
     def bound_name(self, fun: Any) -> str:
         """The name of a user's function (given a rule by ``srcgrad.defvjp``) in the

@@ -1,7 +1,9 @@
 """The recording namespace: a generated module's helpers rebound to the runtime's primitives.
 
 Run with it, generated code called on Tensors records every operation (helpers included, each
-with its own rule), so a compiled function's backward pass can itself be differentiated.
+with its own rule), so a compiled function's backward pass can itself be differentiated.  A
+rule helper that changes an array in place names its recorded form itself (``recorded``); the
+emitter's own helpers (:mod:`srcgrad.codegen.support`, ``unbroadcast``) have theirs here.
 """
 
 from __future__ import annotations
@@ -34,19 +36,14 @@ def _zero_gradient(x: Any) -> Any:
     return None
 
 
-def _scatter_add(out: Any, index: Any, g: Any) -> Any:
-    """``scatter_add`` out of place: recorded Tensors are not changed in place."""
-    return out + rules.unindex(g, index=index, shape=out.shape)
-
-
 def _runtime_helpers() -> dict[str, Any]:
     table: dict[str, Any] = {p.fn.__name__: p for p in PRIMITIVES.values()}
     for name in dir(rules):
         value = getattr(rules, name)
         if hasattr(value, "helper_source"):
-            table[name] = value
+            table[name] = getattr(value, "recorded", value)
     table.update(unbroadcast=_unbroadcast, match_input=_match_input,
-                 zero_gradient=_zero_gradient, scatter_add=_scatter_add)
+                 zero_gradient=_zero_gradient)
     return table
 
 

@@ -19,11 +19,11 @@ import numpy as np
 
 from srcgrad.codegen import control, lists, support
 from srcgrad.codegen.accumulate import Accumulation
+from srcgrad.codegen.backend import NUMPY, Backend
 from srcgrad.codegen.primal import COMMENT, Primal, comment, located, short_filename
-from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, numpy_path, to_expr
+from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Function, Stmt, Var, const_expr
-from srcgrad.runtime import rules
 from srcgrad.runtime.primitives import unbroadcast
 
 __all__ = ["Emitter", "COMMENT", "comment"]
@@ -39,7 +39,7 @@ def _python_floats(fn: Function) -> dict[str, tuple]:
     for st in fn.body:
         if st.kind != "prim":
             continue
-        if st.fn is rules.to_float:
+        if st.fn.makes_float:
             facts[st.target] = ((), float)
         elif st.fn.elementwise and any(isinstance(a, Var) for a in st.args) and all(
                 a.name in facts if isinstance(a, Var) else
@@ -51,15 +51,16 @@ def _python_floats(fn: Function) -> dict[str, tuple]:
 class Emitter(Primal, Accumulation):
     """Emits the primal and adjoint of one lowered function."""
 
-    def __init__(self, fn: Function, active: set[str], fresh: Callable[[str], str],
-                 vjp_name: Callable[[Any], str], namespace: str = "np",
+    def __init__(self, fn: Function, analysis: Any, fresh: Callable[[str], str],
+                 vjp_name: Callable[[Any], str], backend: Backend | str = NUMPY,
                  facts: dict[str, tuple] | None = None) -> None:
-        self.fn, self.active, self.fresh = fn, active, fresh
+        self.fn, self.analysis, self.fresh = fn, analysis, fresh
+        self.active = analysis.active
         self.facts = {**_python_floats(fn), **(facts or {})}   # name -> (shape, dtype)
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
-        self.tracer = Tracer(fresh, namespace, self.facts)
-        self.scalar = namespace == "math"     # specialised for Python floats
-        self.namespace = "np" if self.scalar else namespace
+        self.tracer = Tracer(fresh, backend, self.facts)
+        self.backend = self.tracer.backend
+        self.scalar = self.backend.scalar     # specialised for Python floats
         self.adj: dict[str, Any] = {}       # var -> ast.Name of its adjoint, or 1.0
         self.tuple_adj: dict[str, dict[int, Any]] = {}
         self.backward_of: dict[str, str] = {}
@@ -72,7 +73,6 @@ class Emitter(Primal, Accumulation):
         self.same_list: dict[str, str] = {}  # list version -> the version it appended to
         self.lengths: dict[str, str] = {}    # list version -> name of its recorded length
         self.changed_later = lists.changed_later(fn)
-        self.passed_totals: dict[str, list[str]] = {}  # branch -> totals handed to its blocks
 
     # ------------------------------------------------------------------------ adjoint
     def adjoint(self, seed: Any) -> list[ast.stmt]:
@@ -136,13 +136,12 @@ class Emitter(Primal, Accumulation):
             virtual = False
         gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
         # d(sum(x)) is g everywhere: keep it a scalar standing for the full array
-        if self._sums_everything(st):
-            return emitted + self.accumulate(st.args[0].name, gsym, virtual=True)
-        if self._averages_everything(st):
-            scale = rules.numel_or_one(self.tracer.sym(st.args[0].name).shape)
-            return emitted + self.accumulate(st.args[0].name, gsym / scale, virtual=True)
-        if isinstance(g, float) and not (isinstance(st.fn.fn, np.ufunc) or st.fn.name in (
-                "pow_scalar", "rsub")):
+        full = self.full_adjoint(st)
+        if full is not None:
+            x = st.args[0].name
+            return emitted + self.accumulate(x, full(gsym, self.tracer.sym(x).shape),
+                                             virtual=True)
+        if isinstance(g, float) and not st.fn.folds_seed:
             gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
         ans = self.tracer.sym(st.target)
         xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
@@ -161,9 +160,9 @@ class Emitter(Primal, Accumulation):
                     from None
             if isinstance(contrib, Sym) and st.fn.broadcasts and self._may_broadcast(st, i):
                 shape = (to_expr(self.facts[a.name][0]) if a.name in self.facts else
-                         ast.Call(numpy_path(np.shape, self.namespace), [_name(a.name)], []))
-                contrib = self.tracer.call(self.tracer.use_helper("unbroadcast", unbroadcast),
-                                           (contrib, Sym(shape, self.tracer)), {})
+                         ast.Call(self.backend.path(np.shape), [_name(a.name)], []))
+                undo = self.tracer.use_helper(unbroadcast.__name__, unbroadcast)
+                contrib = self.tracer.call(undo, (contrib, Sym(shape, self.tracer)), {})
             contributions.append((a.name, contrib))
         for var, contrib, count in self._merge(contributions):
             if count > 1:
@@ -196,7 +195,7 @@ class Emitter(Primal, Accumulation):
         """The adjoint of ``var`` when it is a running total this code may add into in place
         (a loop body's total for what it only reads), else None."""
         d = self.adj.get(var)
-        if var in self.fn.accumulates and isinstance(d, ast.Name) and d.id in self.owned:
+        if var in self.analysis.accumulates and isinstance(d, ast.Name) and d.id in self.owned:
             return d
         return None
 
@@ -206,7 +205,7 @@ class Emitter(Primal, Accumulation):
         wanted = []
         direct = set()
         counts = [a.name for a in args if isinstance(a, Var)]
-        handed = self.passed_totals.get(st.target, [])     # a branch adds into our totals
+        handed = self.analysis.handed.get(st.target, ())    # a branch adds into our totals
         if handed:
             g = ast.BinOp(g, ast.Add(), ast.Tuple([
                 self.running_total(v) or ast.Call(self.tracer.use_helper(

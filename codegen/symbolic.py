@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.codegen.backend import Backend, as_backend
 from srcgrad.ir import Const, Var, const_expr, value_expr
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
@@ -33,34 +34,10 @@ _CMPOPS = {"lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE, "eq": ast.E
            "ne": ast.NotEq}
 
 
-MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log: "log",
-              np.sqrt: "sqrt", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
-              np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.log1p: "log1p",
-              np.expm1: "expm1", np.log2: "log2", np.log10: "log10", np.fabs: "fabs",
-              np.arctan2: "atan2", np.hypot: "hypot", np.arcsinh: "asinh",
-              np.arccosh: "acosh", np.arctanh: "atanh"}     # not floor/ceil: math's give ints
-
-
-def numpy_path(func: Any, namespace: str = "np") -> ast.expr:
-    """``np.linalg.solve`` for ``numpy.linalg.solve`` (the namespace swapped for CuPy).
-
-    The namespace ``"math"`` (code specialised for Python floats) prints ``math.sin`` where
-    the ``math`` module has the function, and NumPy's otherwise.
-    """
-    if getattr(func, "__module__", None) == "builtins":
-        return ast.Name(func.__name__, ast.Load())        # sum(xs) of a list is Python's
-    if namespace == "math":
-        if func in MATH_NAMES:
-            return ast.Attribute(ast.Name("math", ast.Load()), MATH_NAMES[func], ast.Load())
-        namespace = "np"
-    module = getattr(func, "__module__", None) or "numpy"
-    parts = [namespace] + [p for p in module.split(".")[1:] if p not in ("_core", "core",
-                                                                       "fromnumeric", "numeric",
-                                                                       "_linalg", "multiarray")]
-    node: ast.expr = ast.Name(parts[0], ast.Load())
-    for p in parts[1:]:
-        node = ast.Attribute(node, p, ast.Load())
-    return ast.Attribute(node, func.__name__, ast.Load())
+def numpy_path(func: Any, backend: Backend | str = "np") -> ast.expr:
+    """``np.linalg.solve`` for ``numpy.linalg.solve``, written for ``backend`` (a
+    :class:`~srcgrad.codegen.backend.Backend`, or a namespace: ``"np"``, ``"cp"``, ``"math"``)."""
+    return as_backend(backend).path(func)
 
 
 def name_expr(name: str, store: bool = False) -> ast.Name:
@@ -144,14 +121,16 @@ def _is_number(value: Any, target: float) -> bool:
 class Tracer:
     """Collects the statements a rule's symbolic evaluation produces, and the helpers used."""
 
-    def __init__(self, fresh: Any, namespace: str = "np", facts: dict | None = None) -> None:
+    def __init__(self, fresh: Any, backend: Backend | str = "np", facts: dict | None = None
+                 ) -> None:
         self.fresh = fresh
-        self.namespace = namespace
+        self.backend = as_backend(backend)
         self.facts = facts or {}          # name -> (shape, dtype) of a specialisation
         self.stmts: list[ast.stmt] = []
         self.temps: set[str] = set()
         self.defs: dict[str, ast.expr] = {}     # every temporary's expression
         self.helpers: dict[str, Any] = {}
+        self.called: dict[str, Any] = {}    # helper name -> the primitive or helper it calls
         self.embed: Any = None      # (generated function, base) -> its name in this module
 
     def bind(self, expr: ast.expr) -> Sym:
@@ -176,8 +155,8 @@ class Tracer:
         """An index value as ``np.s_[:, 1]`` when it holds slices, else as itself."""
         parts = index if isinstance(index, tuple) else (index,)
         if any(isinstance(p, slice) or p is Ellipsis for p in parts):
-            return ast.Subscript(ast.Attribute(ast.Name(self.namespace, ast.Load()), "s_",
-                                               ast.Load()), subscript_expr(index), ast.Load())
+            return ast.Subscript(self.backend.attribute("s_"), subscript_expr(index),
+                                 ast.Load())
         return to_expr(index)
 
     def use_helper(self, name: str, fn: Any) -> ast.expr:
@@ -254,9 +233,8 @@ class Sym:
         """``np.shape(x)`` of a variable (which may hold a Python float, with no ``.shape``),
         ``expr.shape`` of an expression a rule made (an array)."""
         if isinstance(self.node, ast.Name) and self.node.id not in self.tracer.temps:
-            space = "np" if self.tracer.namespace == "math" else self.tracer.namespace
-            func = ast.Attribute(ast.Name(space, ast.Load()), what, ast.Load())
-            return Sym(ast.Call(func, [self.node], []), self.tracer)
+            return Sym(ast.Call(self.tracer.backend.attribute(what), [self.node], []),
+                       self.tracer)
         return Sym(ast.Attribute(self.node, what, ast.Load()), self.tracer)
 
     @property
@@ -279,23 +257,25 @@ class Sym:
         if method != "__call__":
             raise SymbolicError(f"np.{ufunc.__name__}.{method} in a rule")
         tracer = next(i.tracer for i in inputs if isinstance(i, Sym))
-        return tracer.call(numpy_path(ufunc, tracer.namespace), inputs, kwargs)
+        return tracer.call(tracer.backend.path(ufunc), inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Sym:
-        return self.tracer.call(numpy_path(func, self.tracer.namespace), args, kwargs,
+        return self.tracer.call(self.tracer.backend.path(func), args, kwargs,
                                 _defaults(func))
 
     @staticmethod
     def __srcgrad_primitive__(prim: Any, args: tuple, params: dict) -> Sym:
         tracer = _tracer_of(args, params)
-        name = prim.fn.__name__
-        return tracer.call(tracer.use_helper(name, prim.fn), args, params, _defaults(prim.fn))
+        func = tracer.use_helper(prim.fn.__name__, prim.fn)
+        tracer.called.setdefault(func.id, prim)
+        return tracer.call(func, args, params, _defaults(prim.fn))
 
     @staticmethod
     def __srcgrad_helper__(wrapper: Any, args: tuple, kwargs: dict) -> Sym:
         tracer = _tracer_of(args, kwargs)
-        return tracer.call(tracer.use_helper(wrapper.__name__, wrapper.helper_source), args,
-                           kwargs, _defaults(wrapper.helper_source))
+        func = tracer.use_helper(wrapper.__name__, wrapper.helper_source)
+        tracer.called.setdefault(func.id, wrapper)
+        return tracer.call(func, args, kwargs, _defaults(wrapper.helper_source))
 
 
 for _op in _BINOPS:

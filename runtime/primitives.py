@@ -94,6 +94,10 @@ class Primitive:
     __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "elementwise",
                  "dtype_rule", "reads", "_saves", "complete", "jvp_rule", "linear",
                  "multilinear", "diagonal", "__dict__")
+    # Hints for the compiler's emitters, set where a primitive is defined (what each one
+    # means: srcgrad.runtime.rules); the emitters name no operation.
+    spelling = full_adjoint = accumulate_by = None
+    fresh_result = makes_float = folds_seed = derivative_unknown = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,
@@ -113,6 +117,7 @@ class Primitive:
         self.jvp_rule: Callable | None = None
         self.linear = self.multilinear = False
         self.diagonal = elementwise and getattr(fn, "signature", None) is None
+        self.folds_seed = isinstance(fn, np.ufunc)       # the hint's default
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from srcgrad import lowering_tables as T
 from srcgrad.expressions import Pack, Tree
 from srcgrad.ir import Stmt, Var
 from srcgrad.runtime.rules.core import inverse_permutation
+from srcgrad.scope_index import Scope, held_vars
 
 __all__ = ["Aliases", "Scope", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS",
            "held_vars"]
@@ -42,7 +43,8 @@ VIEW_FUNCTIONS = frozenset({
     "array_split", "hsplit", "vsplit", "dsplit", "unstack", "asarray", "asanyarray",
     "ascontiguousarray", "asfortranarray", "require", "view", "stop_gradient", "to_device",
     "matrix_transpose", "permute_dims", "sliding_window_view", "as_strided",
-    "nan_to_num", "T", "mT", "getitem", "flatten_view", "match_tangent",
+    "nan_to_num", "T", "mT", "getitem", "flatten_view", "match_tangent", "as_columns",
+    "from_columns", "weights_along",
 })
 # NumPy functions that write into an argument.
 WRITING_FUNCTIONS = frozenset({
@@ -75,72 +77,6 @@ def _index_kind(index: Any) -> str | None:
     return "view"
 
 
-def held_vars(value: Any) -> list[Var]:
-    """The array variables a scope value holds (itself, a literal's items, a tree's leaves)."""
-    if isinstance(value, Var):
-        return [value]
-    if isinstance(value, Pack):
-        return [v for item in value.items for v in held_vars(item)]
-    if isinstance(value, Tree):
-        return [v for _, v in value.leaves()]
-    return []
-
-
-class Scope(dict):
-    """The user's names and their values, indexed by the variables they hold, so that a
-    rename does not scan every name (which made lowering quadratic).  A name bound to a
-    ``Var`` is indexed by it; a list or tree may change in place: always a candidate.
-    Entries left stale (``popitem``, ``clear``) only add candidates."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._by_var: dict[str, set[str]] = {}
-        self._containers: set[str] = set()
-
-    def _drop(self, key: str) -> None:
-        old = dict.get(self, key)
-        if isinstance(old, Var):
-            self._by_var[old.name].discard(key)
-        self._containers.discard(key)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._drop(key)
-        dict.__setitem__(self, key, value)
-        if isinstance(value, Var):
-            self._by_var.setdefault(value.name, set()).add(key)
-        elif isinstance(value, (Pack, Tree)):
-            self._containers.add(key)
-
-    def __delitem__(self, key: str) -> None:
-        self._drop(key)
-        dict.__delitem__(self, key)
-
-    def pop(self, key: str, *default: Any) -> Any:
-        if key in self:
-            self._drop(key)
-        return dict.pop(self, key, *default)
-
-    def setdefault(self, key: str, default: Any = None) -> Any:
-        if key not in self:
-            self[key] = default
-        return self[key]
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
-
-    def __ior__(self, other: Any) -> Scope:
-        self.update(other)
-        return self
-
-    def __reduce_ex__(self, protocol: Any) -> tuple:
-        return dict, (dict(self),)       # a copy is a plain dict (its holders are scanned)
-
-    def holding(self, name: str) -> set[str]:
-        """The names that may hold the variable ``name`` (a superset; check each)."""
-        return self._by_var.get(name, set()) | self._containers
-
-
 class Aliases:
     """Alias and view bookkeeping (mixed into the Lowerer)."""
 
@@ -162,27 +98,61 @@ class Aliases:
     def links(self, name: str) -> list:
         return self.views.get(name, [])
 
-    def roots(self, name: str) -> set[str]:
-        """The storages ``name`` may share (names that are no view of anything)."""
+    def roots(self, name: str) -> frozenset[str]:
+        """The storages ``name`` may share (names that are no view of anything).
+
+        Remembered: a value carried through many loops is linked to each loop's input in
+        turn, and walking that chain at every question made lowering quadratic.  A change of
+        links forgets what it may change (``_forget_roots``)."""
+        memo = self.__dict__.setdefault("_roots_memo", {})
+        found = memo.get(name)
+        if found is not None:
+            return found
         out, todo, seen = set(), [name], set()
         while todo:
             n = todo.pop()
             if n in seen:
                 continue
             seen.add(n)
+            known = memo.get(n)
+            if known is not None:
+                out |= known
+                continue
             bases = [b for b, _, _ in self.links(n)]
             if not bases:
                 out.add(n)
             todo += bases
-        return out
+        memo[name] = found = frozenset(out)
+        return found
+
+    def _forget_roots(self, name: str) -> None:
+        """``name``'s links change: forget the roots of it and of every name linked to it.
+        (A rename, ``_rename_links``, pops the old name's links itself: what is remembered
+        for that name, which nothing reads again, keeps what it shared.)"""
+        memo = self.__dict__.get("_roots_memo")
+        if not memo:
+            return
+        todo, seen = [name], {name}
+        while todo:
+            n = todo.pop()
+            memo.pop(n, None)
+            for other in self.linked_from.get(n, ()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
 
     def link(self, target: str, base: Any, kind: str | None = None, param: Any = None) -> None:
         if isinstance(base, Var) and base.name != target:
+            self._forget_roots(target)
             self.views.setdefault(target, []).append((base.name, kind, param))
             self.linked_from.setdefault(base.name, set()).add(target)
 
     def set_links(self, target: str, links: list) -> None:
         """Replace ``target``'s links (indexed by base: ``linked_from`` may over-approximate)."""
+        before = self.views.get(target)
+        if before:
+            self.rekey_held(target, before, links)
+        self._forget_roots(target)
         self.views[target] = links
         for base, _, _ in links:
             self.linked_from.setdefault(base, set()).add(target)
@@ -190,6 +160,8 @@ class Aliases:
     def note_views(self, st: Stmt) -> None:
         """Record what a statement's result may share with its inputs."""
         target = st.target
+        if st.kind in ("pack", "append"):
+            self.note_held(st)
         if target is None:
             return
         if st.kind == "prim":
@@ -250,12 +222,30 @@ class Aliases:
         return [(n, v) for n, value in self.scope.items() if n != skip
                 for v in held_vars(value)]
 
+    def holders_of(self, roots: set[str], skip: str | None = None) -> list[tuple[str, Any]]:
+        """``(user name, value)``, in scope order, for every name (other than ``skip``) that
+        may hold an array sharing one of the storages ``roots``: a superset (check each).
+
+        A variable sees a root only through a chain of links, each indexed in
+        ``linked_from``: the names holding one of the roots' descendants are the candidates,
+        so that a write costs what it touches, not the size of the scope."""
+        scope = self.scope
+        if not isinstance(scope, Scope):               # a helper lowered in place
+            return [(n, value) for n, value in scope.items() if n != skip]
+        reach, todo = set(roots), list(roots)
+        while todo:
+            for name in self.linked_from.get(todo.pop(), ()):
+                if name not in reach:
+                    reach.add(name)
+                    todo.append(name)
+        return [(n, scope[n]) for n in scope.holding_any(reach) if n != skip]
+
     def sharing(self, var: Var, skip: str | None = None) -> list[tuple[str, Var]]:
         """Live names (other than ``skip``) that may see ``var``'s storage."""
         mine = self.roots(var.name)
         live = self.live_after()
-        return [(n, v) for n, v in self.holders(skip)
-                if n in live and self.roots(v.name) & mine]
+        return [(n, v) for n, value in self.holders_of(mine, skip) if n in live
+                for v in held_vars(value) if self.roots(v.name) & mine]
 
     def refuse_shared(self, what: str, name: str, var: Var, node: ast.AST) -> None:
         """Refuse an in-place change of ``var`` that another live name would see."""
@@ -281,6 +271,7 @@ class Aliases:
             if len(links) != 1 or kind not in ("view", "int", "T"):
                 break
             base_new = self._put_back(Var(base), cur_new, kind, param, node)
+            self._forget_roots(base_new.name)
             self.views.pop(base_new.name, None)          # the base again, not a view
             self.set_links(cur_new.name, [(base_new.name, kind, param)])  # still its view
             updates[base] = base_new
@@ -290,9 +281,7 @@ class Aliases:
             self.set_links(cur_new.name, list(self.links(cur)))
         touched = self.roots(cur)
         live = self.live_after()
-        for n, value in list(self.scope.items()):
-            if n == name:
-                continue
+        for n, value in self.holders_of(touched, skip=name):   # what updates holds too
             for v in held_vars(value):
                 if v.name in updates:
                     self._rebind(n, v, updates[v.name])

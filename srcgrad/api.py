@@ -10,7 +10,6 @@ runs again on the eager engine.  The function may be any callable (``srcgrad.cal
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 import warnings
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad import frontend, pytree
+from srcgrad import frontend, pytree, specialise
 from srcgrad.callables import (
     Flat,
     Positions,
@@ -31,11 +30,11 @@ from srcgrad.callables import (
     wrt_position,
 )
 from srcgrad.errors import CompileError, FallbackWarning
-from srcgrad.forward_api import of_transform
 from srcgrad.freshness import Snapshot
 from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
 from srcgrad.safety import EAGER, PASS_THROUGH, SafetyNet, signature
+from srcgrad.specialise import Specialising
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
 
@@ -46,7 +45,7 @@ class _ArgumentError(TypeError):
     """A differentiated argument that is not real floating point (raised as it is)."""
 
 
-class Transform(SafetyNet):
+class Transform(Specialising, SafetyNet):
     """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
 
     def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *, backend: str = "numpy",
@@ -100,6 +99,7 @@ class Transform(SafetyNet):
         self._written = self._mutated = ()    # positions written in place (not differentiated)
         self._eager_keys: set = set()         # signatures whose compiled code failed
         self._vjp = kind == "vjp" and backend != "auto"
+        self._lowered = None                  # the IR the specialisations are emitted from
         if backend == "auto":               # decided at the first call, by the arrays passed
             return
         built = self._build({}, stacklevel=4, refusal=refusal)
@@ -118,12 +118,19 @@ class Transform(SafetyNet):
         return describe(self.__wrapped__)
 
     def _build(self, trees: dict, stacklevel: int, refusal: str | None = None) -> Any:
+        """The generic code, its lowered IR kept for the specialisations; with ``trees``,
+        the code for pytree arguments of those structures (lowered anew: the structure
+        changes the lowering)."""
         from srcgrad.compiler import build
         try:
             if refusal is not None:
                 raise CompileError(refusal)
-            built = build(self._compiled_target, self.kind, self.wrt, self._single,
-                          self.backend, trees)
+            if trees:
+                built = build(self._compiled_target, self.kind, self.wrt, self._single,
+                              self.backend, trees)
+            else:
+                built, self._lowered = specialise.build(
+                    self._compiled_target, self.kind, self.wrt, self._single, self.backend)
         except CompileError as exc:
             if self.strict:
                 raise
@@ -136,56 +143,6 @@ class Transform(SafetyNet):
         return built
 
     # ------------------------------------------------------------- the compiled code
-    def _by_shapes(self, args: tuple) -> Any:
-        """Code specialised for the arguments' shapes and dtypes, learnt at a first call.
-
-        The first call with a new signature runs the generic code, which also reports the
-        shape of every value; the code built from those facts (no run-time shape checks, sizes
-        folded into constants, matrix products written out) serves the later calls.  Only
-        plain float arrays and Python floats specialise (what the guard can recognise);
-        subclasses, NumPy scalars and other dtypes run the generic code.
-        """
-        if not all(_plain(a) for a in args):
-            return self._fn(*args)
-        key = tuple((a.shape, a.dtype) if type(a) is np.ndarray else type(a) for a in args)
-        fn = self._specialised.get(key)
-        if fn is not None:
-            return fn(*args)
-        if len(self._specialised) >= 16:
-            return self._fn(*args)
-        result, values = self._probe()(*args)
-        facts = {name: (v.shape, v.dtype) for name, v in values.items()
-                 if isinstance(v, (np.ndarray, np.generic))}
-        facts.update({name: ((), float) for name, v in values.items() if type(v) is float})
-        from srcgrad.compiler import build
-        guard = {name: facts[name] for name in built_params(self) if name in facts}
-        try:
-            built = build(self._target, self.kind, self.wrt, self._single, self.backend,
-                          facts=facts, guard=(guard, self._redispatch))
-        except CompileError:
-            self._specialised[key] = self._fn          # the generic code serves them
-            return result
-        self._specialised[key] = self._latest = built.functions[built.name]
-        self._snapshot.watch(built.resolved)
-        self.sources[repr(key)] = built.source
-        return result
-
-    def _probe(self) -> Callable:
-        """The generic function, changed to return its local values along with its result."""
-        if self._probe_fn is None:
-            tree = ast.parse(self.source)
-            main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                        and n.name == self._fn.__name__)
-            for node in main.body:
-                if isinstance(node, ast.Return):
-                    node.value = ast.Tuple([node.value, ast.Call(ast.Name("locals", ast.Load()),
-                                                                 [], [])], ast.Load())
-            namespace = dict(self._namespace)
-            exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
-                         "exec"), namespace)
-            self._probe_fn = namespace[main.name]
-        return self._probe_fn
-
     def _for_backend(self, args: tuple) -> Transform:
         """``backend="auto"``: the NumPy or the CuPy transform, by the arrays passed."""
         on_device = any(hasattr(a, "__cuda_array_interface__") for a in args)
@@ -196,24 +153,6 @@ class Transform(SafetyNet):
             transform = Transform(fun, kind, wrt, backend=name, strict=strict)
             self._specialised[name] = transform
         return transform
-
-    def _scalar_version(self) -> Callable:
-        """The code specialised for Python floats (``math`` functions), built once."""
-        fn = self._specialised.get("floats")
-        if fn is None:
-            from srcgrad.compiler import build
-            guard = {name: ((), float) for name in built_params(self)}
-            try:
-                built = build(self._target, self.kind, self.wrt, self._single, self.backend,
-                              scalar=True, guard=(guard, self._redispatch))
-            except CompileError:
-                fn = self._fn
-            else:
-                fn = self._latest = built.functions[built.name]
-                self._snapshot.watch(built.resolved)
-                self.sources["floats"] = built.source
-            self._specialised["floats"] = fn
-        return fn
 
     def _compiled_for(self, values: list) -> Callable | None:
         """The compiled function for these arguments: pytree arguments specialise it."""
@@ -243,10 +182,6 @@ class Transform(SafetyNet):
         how = "compiled" if self._fn is not None else "eager fallback"
         return f"<srcgrad.{self.kind} of {self._name} ({how})>"
 
-    def as_primitive(self) -> Any:
-        """This gradient as one primitive, in a function that calls it and is differentiated."""
-        from srcgrad.forward_api import node_primitive
-        return node_primitive(self)
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         bound = self._signature.bind(*args, **kwargs)
@@ -348,25 +283,12 @@ class Transform(SafetyNet):
                     raise _ArgumentError(str(exc)) from None
 
 
-def _plain(a: Any) -> bool:
-    """Whether a specialisation's guard can recognise this argument's kind."""
-    if type(a) is np.ndarray:
-        return a.dtype.kind in "biuf"
-    return type(a) is float or not isinstance(a, (np.ndarray, np.generic, float))
-
-
-def built_params(transform: Transform) -> list[str]:
-    """The generated function's parameter names (the user's, possibly renamed)."""
-    return list(inspect.signature(transform._fn).parameters)
-
-
 def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
          strict: bool = False) -> Any:
     """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
     if fun is None:
         return lambda f: grad(f, wrt, backend=backend, strict=strict)
-    return of_transform(fun, "grad", wrt, backend, strict) or Transform(
-        fun, "grad", wrt, backend=backend, strict=strict)
+    return Transform(fun, "grad", wrt, backend=backend, strict=strict)
 
 
 def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
@@ -374,8 +296,7 @@ def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = 
     """Like ``grad``, returning ``(value, gradient)``."""
     if fun is None:
         return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
-    return of_transform(fun, "value_and_grad", wrt, backend, strict) or Transform(
-        fun, "value_and_grad", wrt, backend=backend, strict=strict)
+    return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
 
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from srcgrad.fallback import call_with  # how the eager engine calls it: one value a parameter
 from srcgrad.frontend import Flat, plain_signature
+from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["target", "describe", "call_with", "Flat", "plain_signature", "Positions"]
 
@@ -28,6 +29,8 @@ def target(fun: Any) -> tuple[Callable, tuple, str | None]:
     """The function to compile, the arguments bound in front of the caller's (a partial's),
     and why it cannot compile (None: it may).  A bound method is its own target: the
     compiler binds its object (``self``) as a constant."""
+    if is_grad_transform(fun):            # grad of grad: a plain function that calls it
+        return transform_function(fun), (), None
     api = sys.modules.get("srcgrad.api")    # read, not imported: srcgrad.api imports this module
     if api is not None and isinstance(fun, api.Transform):
         return fun, (), (f"{describe(fun)} is itself a srcgrad transform: higher-order "

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
-import inspect
 import linecache
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,17 +19,20 @@ import numpy as np
 
 from srcgrad import generated
 from srcgrad.codegen import support
+from srcgrad.codegen.backend import CUPY, MATH, NUMPY, Backend, as_backend
 from srcgrad.codegen.control import accumulators
 from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
-from srcgrad.codegen.reverse import Emitter, _name, comment
+from srcgrad.codegen.primal import comment
+from srcgrad.codegen.reverse import Emitter
 from srcgrad.codegen.symbolic import SymbolicError, assign
+from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.errors import CompileError, Location, MissingBackend
 from srcgrad.floats import only_floats
 from srcgrad.freshness import RESOLVED
 from srcgrad.frontend import Env, parse_function, with_recursion_room
-from srcgrad.graph import active_names, build_graph
+from srcgrad.graph import Analysis, BlockUse, analyse, build_graph
 from srcgrad.ir import Function, Var, fresh_name
 from srcgrad.lower import lower
 from srcgrad.runtime import rules as _rules
@@ -38,11 +40,14 @@ from srcgrad.runtime.primitives import PRIMITIVES
 
 __all__ = ["Built", "build", "lower_function", "RESERVED"]
 
-RESERVED = ({"np", "cp", "math", "_"} | set(dir(builtins))
+RESERVED = ({NUMPY.alias, CUPY.alias, "math", "_"} | set(dir(builtins))
             | {p.fn.__name__ for p in PRIMITIVES.values()}
             | {name for module in (_rules, support) for name in dir(module)
                if not name.startswith("__")}
-            | {"check_scalar"})
+            | {"check_scalar"}
+            | {name for module in list(sys.modules.values())          # every @helper a rule
+               if (getattr(module, "__name__", "") or "").startswith("srcgrad.runtime.rules.")
+               for name, value in vars(module).items() if hasattr(value, "helper_source")})
 
 
 @dataclass
@@ -120,17 +125,29 @@ def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str
            trees: dict[int, Any] | None, scalar: bool, facts: dict[str, tuple] | None,
            guard: tuple | None) -> Built:
     ir = lower_function(fun, trees, wrt)
+    reaches: dict[Function, frozenset[str]] = {}
+    graph = build_graph(ir, [ir.params[i] for i in wrt], reaches=reaches)
+    return build_from_ir(ir, graph, kind, wrt, single, backend, scalar, facts, guard, reaches)
+
+
+def build_from_ir(ir: Function, graph: nx.DiGraph, kind: str, wrt: tuple[int, ...],
+                  single: bool, backend: Backend | str, scalar: bool = False,
+                  facts: dict[str, tuple] | None = None, guard: tuple | None = None,
+                  reaches: dict[Function, frozenset[str]] | None = None) -> Built:
+    """The module of one transform of the lowered ``ir``, from its graph (``build`` after
+    lowering): analysis, the emitter, the module's text, loaded.  Emitting writes fresh
+    names into ``ir``; ``reaches`` is the analysis' cache of the graph's build."""
     if scalar:
-        only_floats(ir)
+        only_floats(ir, lower=lower_function)      # callees too
     wrt_names = [ir.params[i] for i in wrt]
-    graph = build_graph(ir, wrt_names)
-    namespace = "math" if scalar else "np" if backend == "numpy" else "cp"
-    module = _ModuleBuilder(ir, namespace, facts)
+    module = _ModuleBuilder(ir, MATH if scalar else as_backend(backend), facts)
+    module.reaches = {} if reaches is None else reaches
     if guard is not None:
         module.guard = guard[0]
         module.free["dispatch"] = guard[1]
     try:
-        main = module.transform(ir, graph, kind, wrt_names, single)
+        analysis = analyse(ir, graph, reaches=module.reaches)
+        main = module.transform(ir, graph, analysis, kind, wrt_names, single)
     except SymbolicError as exc:
         raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
             from None
@@ -144,7 +161,7 @@ def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str
     module.helpers.update(copies)
     try:
         text = render(module.functions, module.helpers, module.temps, title, module.free,
-                      backend)
+                      module.backend)
     except ValueError as exc:             # two embedded functions of one name
         raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
             from None
@@ -175,9 +192,11 @@ def _where(ir: Function) -> str:
 class _ModuleBuilder:
     """Collects the functions, helpers and free names of one generated module."""
 
-    def __init__(self, ir: Function, namespace: str, facts: dict | None = None) -> None:
-        self.namespace = namespace
+    def __init__(self, ir: Function, backend: Backend | str, facts: dict | None = None
+                 ) -> None:
+        self.backend = as_backend(backend)
         self.facts = facts
+        self.reaches: dict[Function, frozenset[str]] = {}   # the analysis' cache
         self.guard: dict | None = None
         self.functions: list[ast.FunctionDef] = []
         self.helpers: dict[str, Any] = {}
@@ -208,10 +227,11 @@ class _ModuleBuilder:
         return name
 
     def vjp_name(self, callee: Any, label: str | None = None,
-                 inactive: frozenset[int] = frozenset()) -> str:
+                 inactive: frozenset[int] = frozenset(), use: BlockUse | None = None) -> str:
         """The name of ``callee``'s vjp function, emitting it the first time; ``inactive``:
         the positions of parameters no caller differentiates (a list of data, say), which
-        get no gradient (a vjp of its own for each such set)."""
+        get no gradient (a vjp of its own for each such set); ``use``: how the caller
+        differentiates a block."""
         key = (callee, inactive) if inactive else callee
         if key in self.vjp_names:
             return self.vjp_names[key]
@@ -224,23 +244,26 @@ class _ModuleBuilder:
         name = self.vjp_names[key] = self.fresh_global(f"{base}_vjp")
         self.in_progress.append(callee)
         ir = callee if block else lower_function(callee)
-        if inactive:
-            ir = copy.copy(ir)
-            ir.nondiff = set(ir.nondiff) | {p for i, p in enumerate(ir.params) if i in inactive}
+        use = use or BlockUse()
+        nondiff = frozenset(ir.nondiff) | use.nondiff | {
+            p for i, p in enumerate(ir.params) if i in inactive}
         self.taken |= ir.used
-        graph = build_graph(ir, [p for p in ir.params if p not in ir.nondiff], check=False)
+        graph = build_graph(ir, [p for p in ir.params if p not in nondiff], check=False,
+                            reaches=self.reaches)
         self.free.update(ir.free)
-        self.transform(ir, graph, "vjp", list(ir.params), False, name=name)
+        analysis = analyse(ir, graph, nondiff, use.accumulates, self.reaches)
+        self.transform(ir, graph, analysis, "vjp", list(ir.params), False, name=name)
         self.in_progress.pop()
         return name
 
-    def transform(self, ir: Function, graph: nx.DiGraph, kind: str, wrt: list[str],
-                  single: bool, name: str | None = None) -> str:
-        active = active_names(graph)
-
+    def transform(self, ir: Function, graph: nx.DiGraph, analysis: Analysis, kind: str,
+                  wrt: list[str], single: bool, name: str | None = None) -> str:
+        """Emit one function of the module (its main one when ``name`` is None) from the
+        analysis of ``ir``."""
         def vjp_name(callee: Any, label: str | None = None) -> str:
-            return self.vjp_name(callee, label, _inactive(ir, active, callee))
-        em = Emitter(ir, active, ir.fresh, vjp_name, self.namespace,
+            return self.vjp_name(callee, label, analysis.inactive.get(callee, frozenset()),
+                                 analysis.blocks.get(callee, BlockUse()))
+        em = Emitter(ir, analysis, ir.fresh, vjp_name, self.backend,
                      facts=self.facts if name is None else None)
         em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
         body = em.primal()
@@ -254,7 +277,7 @@ class _ModuleBuilder:
             if name is None and _returns_list(ir):
                 own = em.tracer.use_helper("own_lists", support.own_lists)
                 back.insert(0, assign(seed, ast.Call(own, [_name(seed)], [])))
-            grads = ast.Tuple([ast.Constant(None) if p in ir.nondiff else em.gradient_of(p)
+            grads = ast.Tuple([ast.Constant(None) if p in analysis.nondiff else em.gradient_of(p)
                                for p in ir.params], ast.Load())     # None: nobody asks
             backward = ast.FunctionDef(
                 name=ir.fresh(f"{ir.name}_backward" if ir.name != "<lambda>" else "backward"),
@@ -288,25 +311,6 @@ class _ModuleBuilder:
                           and st.target not in ir.source_names}
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
-
-
-def _inactive(ir: Function, active: set[str], callee: Any) -> frozenset[int]:
-    """Positions of ``callee``'s parameters (a user function's) whose argument has no
-    gradient at every call of it in ``ir``: its vjp needs no gradient for them."""
-    if isinstance(callee, Function):
-        return frozenset()
-    out: set[int] | None = None
-    for st in ir.body:
-        if st.kind != "call" or st.fn is not callee:
-            continue
-        try:
-            skip = len(inspect.signature(callee).parameters) - len(st.args)
-        except (TypeError, ValueError):
-            return frozenset()
-        here = {skip + i for i, a in enumerate(st.args)
-                if not (isinstance(a, Var) and a.name in active)}
-        out = here if out is None else out & here
-    return frozenset(out or ())
 
 
 def _returns_list(ir: Function) -> bool:

@@ -15,6 +15,7 @@ import copy
 from typing import Any
 
 from srcgrad.expressions import Pack, Tree
+from srcgrad.frontend import Source
 from srcgrad.inline import closure_reads
 from srcgrad.ir import Closure, Stmt, Var
 from srcgrad.iteration import Iteration, rebound
@@ -34,9 +35,8 @@ class ControlFlow(Jumps, Iteration):
     def block_function(self, body: list[ast.stmt], params: list[str], outputs: list[str],
                        label: str, node: ast.AST, rebuild: dict | None = None,
                        values: list | None = None, static: set[str] = frozenset()) -> Any:
-        """Lower ``body`` as ``def label(*params): body; return tuple(outputs)``."""
-        from srcgrad.frontend import Source
-        from srcgrad.lower import Lowerer
+        """Lower ``body`` as ``def label(*params): body; return tuple(outputs)`` (by a
+        lowerer of this one's kind)."""
         ret = ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outputs], ast.Load()))
         last = body[-1] if body and hasattr(body[-1], "lineno") else node
         ast.copy_location(ret, last)
@@ -49,7 +49,7 @@ class ControlFlow(Jumps, Iteration):
             decorator_list=[], returns=None, type_params=[])
         ast.copy_location(fn, node)
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
-        child = Lowerer(src, self.env, set(self.reserved), result_name="out")
+        child = type(self)(src, self.env, set(self.reserved), result_name="out")
         child.flags = set(self.flags)
         child.treeless = self.treeless
         child.wrt_users = self.wrt_users          # a dict argument's code comes at the call

@@ -13,6 +13,7 @@ import ast
 import builtins
 import math
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,11 @@ _SCALAR_BUILTINS = frozenset({"len", "range", "float", "int", "bool", "abs", "ro
                               "max"})
 
 
-def only_floats(fn: Function, seen: set | None = None) -> None:
-    """Raise CompileError unless every value of ``fn`` (given scalar arguments) is a scalar."""
+def only_floats(fn: Function, seen: set | None = None,
+                lower: Callable[[Any], Function] | None = None) -> None:
+    """Raise CompileError unless every value of ``fn`` (given scalar arguments) is a scalar;
+    ``lower`` (the driver's lowering of a user function) checks the functions it calls too
+    (without it, they are left to the caller)."""
     seen = set() if seen is None else seen
     for st in fn.body:
         if st.kind == "prim":
@@ -38,12 +42,11 @@ def only_floats(fn: Function, seen: set | None = None) -> None:
         elif st.kind in ("branch", "loop"):
             for block in st.fn:
                 if isinstance(block, Function):
-                    only_floats(block, seen)
+                    only_floats(block, seen, lower)
         elif st.kind == "call":
-            if st.fn not in seen:
+            if st.fn not in seen and lower is not None:
                 seen.add(st.fn)
-                from srcgrad.compiler import lower_function
-                only_floats(lower_function(st.fn), seen)
+                only_floats(lower(st.fn), seen, lower)
         elif st.kind not in ("pack", "unpack", "effect") or st.params.get("list"):
             _refuse(f"a {st.kind} statement")
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import inspect
-import linecache
-import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,9 +22,9 @@ import numpy as np
 from srcgrad import generated, pytree
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
+from srcgrad.transform_wrappers import is_grad_transform
 
-__all__ = ["Jvp", "jvp", "transform_function", "carries", "one_like", "is_grad_transform",
-           "hvp_transform", "of_transform", "node_primitive"]
+__all__ = ["Jvp", "jvp", "carries", "one_like", "hvp_transform", "node_primitive"]
 
 BACKENDS = ("numpy", "cupy", "auto")
 
@@ -44,13 +41,6 @@ def one_like(value: Any) -> Any:
     if isinstance(value, float):
         return 1.0
     return np.ones_like(value)
-
-
-def is_grad_transform(fun: Any) -> bool:
-    """A ``grad`` of one argument, compiled: what forward mode differentiates as a Hessian."""
-    from srcgrad.api import Transform
-    return isinstance(fun, Transform) and fun.kind == "grad" and fun._single and \
-        fun._positions is None and not fun._prefix
 
 
 def _plain_count(fun: Any) -> int | None:
@@ -269,42 +259,6 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *, backend: st
     return transform(primals, tangents)
 
 
-def of_transform(fun: Any, kind: str, wrt: Any, backend: str, strict: bool) -> Any:
-    """``grad`` of ``grad(g)``: the transform of a function that calls it (where it is one
-    primitive), or None when ``fun`` is not a compiled grad."""
-    if not is_grad_transform(fun):
-        return None
-    from srcgrad.api import Transform
-    return Transform(transform_function(fun), kind, wrt, backend=backend, strict=strict)
-
-
-_WRAPPERS: dict[Any, Any] = {}
-
-
-def transform_function(transform: Any) -> Callable:
-    """A plain function that calls the compiled ``transform`` (``def g_grad(x): return
-    g_grad_(x)``), its source registered, so that the compiler can transform it again."""
-    made = _WRAPPERS.get(transform)
-    if made is not None:
-        return made
-    names = list(inspect.signature(transform._target).parameters)
-    base = getattr(transform.__wrapped__, "__name__", "f")
-    base = "lambda" if base == "<lambda>" else base if base.isidentifier() else "function"
-    name, inner = f"{base}_{transform.kind}", f"{base}_{transform.kind}_compiled"
-    code = getattr(transform._target, "__code__", None)
-    where = (f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code is not None
-             else base).replace("\n", " ")
-    text = (f"def {name}({', '.join(names)}):\n    # {where}  {transform.kind} of {base}\n"
-            f"    return {inner}({', '.join(names)})\n")
-    digest = hashlib.sha1(text.encode()).hexdigest()[:10]
-    filename = f"<srcgrad {name} of a transform {digest}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    namespace: dict[str, Any] = {inner: transform, "__name__": "srcgrad.forward_api"}
-    exec(compile(text, filename, "exec"), namespace)
-    made = _WRAPPERS[transform] = namespace[name]
-    return made
-
-
 # ---------------------------------------------------------------------------------------------
 # A compiled gradient called inside a function that is differentiated again.
 
@@ -364,3 +318,6 @@ def jvp_function(fun: Callable, count: int) -> Any:
 
 Jvp.jvp_of = staticmethod(jvp_function)
 jvp.jvp_of = jvp_function
+
+
+generated.set_node_factory(node_primitive)     # how the front end lowers grad(g)(x) inside

@@ -13,7 +13,8 @@ import ast
 import weakref
 from typing import Any
 
-__all__ = ["register", "original", "is_generated", "split_free", "add_original", "free_of"]
+__all__ = ["register", "original", "is_generated", "split_free", "add_original", "free_of",
+           "set_node_factory", "node_primitive"]
 
 _COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MODULE_PREFIX = "srcgrad_generated_"
@@ -105,3 +106,20 @@ def free_of(fn: Any) -> dict[str, Any]:
         return _FREE.get(fn, {})
     except TypeError:
         return {}
+
+
+_FACTORY: list[Any] = []
+
+
+def set_node_factory(factory: Any) -> None:
+    """Install how a compiled ``grad`` called inside compiled code becomes one primitive
+    (:func:`srcgrad.forward_api.node_primitive`, installed when it is imported)."""
+    _FACTORY[:] = [factory]
+
+
+def node_primitive(transform: Any) -> Any:
+    """The primitive standing for a call of the compiled gradient ``transform``."""
+    if not _FACTORY:
+        from srcgrad.errors import CompileError
+        raise CompileError("higher-order derivatives need srcgrad.forward_api (import srcgrad)")
+    return _FACTORY[0](transform)

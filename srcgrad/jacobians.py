@@ -21,7 +21,8 @@ import numpy as np
 
 from srcgrad import pytree
 from srcgrad.errors import CompileError
-from srcgrad.forward_api import Jvp, carries, is_grad_transform, transform_function
+from srcgrad.forward_api import Jvp, carries
+from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
 

@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 from srcgrad.aliases import held_vars
+from srcgrad.frontend import Env, parse_function
 from srcgrad.ir import Stmt, Var
 
 __all__ = ["Sharing", "written_in_place"]
@@ -90,10 +91,9 @@ class Sharing:
             return cached[1]
         if id(key) in _LOWERING:
             return None
-        from srcgrad.compiler import lower_function
         _LOWERING.add(id(key))
-        try:
-            ir = lower_function(callee)
+        try:        # lowered as this function is (by a lowerer of its kind, the same names)
+            ir = type(self)(parse_function(callee), Env(callee), self.reserved).lower_function()
         finally:
             _LOWERING.discard(id(key))
         try:

@@ -1,10 +1,11 @@
 """Calls of srcgrad's own transforms inside a function being compiled: higher order.
 
-``grad(g)(x)`` inside a function that is differentiated becomes one primitive whose rules are
-compiled Hessian-vector products (``Transform.as_primitive``).  ``srcgrad.jvp(g, (x,), (v,))``
-becomes a call of ``g``'s generated jvp function, whose source is lowered like the user's own:
-forward-mode code is plain code.  The transforms are read through the objects themselves
-(duck typing), so the front end imports none of the driver.
+``grad(g)(x)`` inside a function that is differentiated becomes one primitive whose rules
+are compiled Hessian-vector products (:func:`srcgrad.forward_api.node_primitive`, reached
+through :mod:`srcgrad.generated`).  ``srcgrad.jvp(g, (x,), (v,))`` becomes a call of ``g``'s
+generated jvp function, whose source is lowered like the user's own: forward-mode code is
+plain code.  The transforms are read through the objects themselves (duck typing), so the
+front end imports none of the driver.
 """
 
 from __future__ import annotations
@@ -12,19 +13,20 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from srcgrad import generated
 from srcgrad.callees import qualname
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Pack, Tree
+from srcgrad.transform_wrappers import is_grad_transform
 
 __all__ = ["lower_transform_call"]
 
 
 def lower_transform_call(lowerer: Any, f: Any, node: ast.Call) -> Any:
     """Lower the call ``node`` of the srcgrad transform ``f`` (refused when not compiled)."""
-    as_primitive = getattr(f, "as_primitive", None)
-    if as_primitive is not None and not node.keywords:
+    if is_grad_transform(f) and not node.keywords:
         try:
-            prim = as_primitive()
+            prim = generated.node_primitive(f)
         except CompileError as exc:
             raise lowerer.error(str(exc), node) from None
         args = [lowerer.expr(a) for a in node.args]

@@ -4,7 +4,10 @@ A call of another user function becomes a ``call`` statement (that function is t
 its turn, and its vjp called in the adjoint); a method is called as its function with the
 object in front; a callee given a tuple, list or pytree, and a lambda, is inlined instead.  A
 helper that returns a tuple returns it from one place, always of the same length: the adjoint
-fills the items nobody reads with zeros.
+fills the items nobody reads with zeros.  What a helper returns (one value, a tuple, a list
+built at run time, a tuple holding tuples or lists: lowered in place) is read off its lowered
+IR (:mod:`srcgrad.helper_results`), not off the ``return`` statement, which cannot tell
+``return pair`` from ``return x``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from srcgrad import lowering_tables as T
 from srcgrad.callees import hint, qualname
 from srcgrad.errors import CompileError
 from srcgrad.frontend import parse_function, returned_tuple, returns_of
+from srcgrad.helper_results import LIST, NESTED, Kind, Unfollowed, result_kind
 from srcgrad.inline import inline_call, lambda_call
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
 
@@ -38,12 +42,19 @@ class UserCalls:
         if any(isinstance(v, (Pack, Tree)) or self.is_runtime_list(v)
                for v in [*values, *keywords.values()]) or _nested_tuple(fn.value):
             return inline_call(self, fn.value, values, keywords, node)   # helper([a, b])
-        args = [self.materialize(v, "t") for v in values]
         callee = fn.value
+        if isinstance(callee, types.MethodType) and not isinstance(node.func, ast.Attribute):
+            raise self.error("srcgrad compiles a method called on its object "
+                             "(obj.method(x))", node)
+        args = [self.materialize(v, "t") for v in values]    # a lambda passed on: refused
+        returns = self.returned_kind(getattr(callee, "__func__", callee), node)
+        if returns == NESTED:                  # a tuple holding tuples or lists
+            if not isinstance(callee, types.FunctionType):
+                raise self.error(f"{qualname(callee)} returns a tuple holding tuples or "
+                                 "lists; srcgrad compiles that for a plain function, not a "
+                                 "method (return the items flat)", node)
+            return inline_call(self, callee, values, keywords, node)
         if isinstance(callee, types.MethodType):          # model.forward(x), Cls.make(x)
-            if not isinstance(node.func, ast.Attribute):
-                raise self.error("srcgrad compiles a method called on its object "
-                                 "(obj.method(x))", node)
             receiver = T.constant(callee.__self__, self.rename(node.func.value)[0])
             callee = callee.__func__
             args = [receiver, *args]
@@ -66,18 +77,34 @@ class UserCalls:
         label = node.func.id if isinstance(node.func, ast.Name) else callee.__name__
         label = label if isinstance(label, str) and label.isidentifier() else "helper"
         name = self.fresh(f"{label}_out")
-        params = {"label": label, "returns": self.returned_items(callee, node)}
+        params = {"label": label, "returns": returns if isinstance(returns, int) else None}
         if params["returns"] is not None:           # the adjoint fills unused items with zeros
             params["outputs"] = params["returns"]
-        return self.emit(Stmt(name, "call", fn=callee, args=ordered, expr=self.rename(
+        out = self.emit(Stmt(name, "call", fn=callee, args=ordered, expr=self.rename(
             node.func)[0], params=params))
+        if returns == LIST:                        # its items are list reads
+            self.lists.add(out.name)
+        return out
 
-    def returned_items(self, callee: Any, node: ast.AST) -> int | None:
-        """How many items the tuple ``callee`` returns (None: it returns one value)."""
+    def returned_kind(self, callee: Any, node: ast.AST) -> Kind:
+        """What ``callee`` returns (see :func:`result_kind`), read off its lowered IR; from
+        its ``return`` statements while it is being lowered (recursion, refused later)."""
         try:
             fn_node = parse_function(callee).node
         except CompileError:
             return None                      # refused when its vjp is compiled
+        count = self.returned_items(callee, fn_node, node)
+        ir = self.callee_ir(callee) if isinstance(callee, types.FunctionType) else None
+        if ir is None:
+            return count
+        try:
+            return result_kind(ir)
+        except Unfollowed as exc:
+            raise self.error(f"{qualname(callee)} {exc}", node) from None
+
+    def returned_items(self, callee: Any, fn_node: ast.AST, node: ast.AST) -> int | None:
+        """How many items the tuple literal ``callee`` returns (None: it returns no tuple
+        literal); refuses tuples returned from more than one place."""
         count = returned_tuple(fn_node)
         if count is not None and len(returns_of(fn_node)) > 1:
             raise self.error(f"{qualname(callee)} returns a tuple from more than one place; "

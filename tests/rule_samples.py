@@ -268,6 +268,24 @@ SAMPLES.update({
                         {"mode": "same", "method": "auto"}),
 })
 
+# Primitives that forward rules use, so that they are differentiated again (own generator).
+_fw = np.random.default_rng(8642)
+
+
+def _f(*shape):
+    return _fw.uniform(-1.0, 1.0, shape)
+
+
+SAMPLES.update({
+    "prod_others": ([_fw.uniform(0.5, 1.5, (3, 4))], {"axis": 1}),
+    "det_gradient": ([_f(2, 3, 3) * 0.3 + 2.0 * np.eye(3)], {}),
+    "logdet_gradient": ([_f(3, 3) * 0.3 + 2.0 * np.eye(3)], {}),
+    "as_columns": ([_f(4, 3), np.zeros(3, dtype=np.int64)], {}),        # b: only its rank
+    "from_columns": ([_f(4, 3, 1), np.zeros(3, dtype=np.int64)], {}),
+    "norm_direction": ([_f(3, 4)], {"ord": 3, "axis": 1}),
+    "weights_along": ([_f(4), np.zeros((3, 4), dtype=np.int64)], {"axis": 1}),   # a: its shape
+})
+
 
 def _coverage_torch(t):
     return {
@@ -300,8 +318,7 @@ def _coverage_torch(t):
 
 
 # Rules that use a helper without rules of its own: no second derivative yet.
-NO_SECOND_ORDER = {"prod": "prod_others (the zero-safe product of the others) has no rule",
-                   "nanprod": "prod_others (the zero-safe product of the others) has no rule"}
+NO_SECOND_ORDER: dict[str, str] = {}
 
 
 def _torch_equivalents():

@@ -34,8 +34,8 @@ def test_sequence_model_learns_through_lists():
 
 
 def test_newton_converges_quadratically_on_compiled_hessians_and_hvps():
-    import numpy as np
     import newton
+    import numpy as np
     start = np.linspace(0.1, 0.4, 6)
     for method in (newton.newton, newton.truncated_newton):
         norms = method(start, pull=0.5, steps=5, verbose=False)

@@ -28,13 +28,8 @@ from higher_order_cases import (  # noqa: E402
 
 import srcgrad  # noqa: E402
 
-DET = ("second order through np.linalg.det is refused: CompileError 'det_grad() with an "
-       "argument that carries a gradient is not compiled'")
 # Failures known today, by test id ("hessian[case]"): strict, so a fix turns them into failures.
-KNOWN: dict[str, str] = {
-    "hessian[det]": DET, "hvp[det]": DET, **{f"{k}[det]": DET for k in (
-        "jacfwd(jacrev)", "jacrev(jacrev)", "jacfwd(grad)", "jacrev(grad)")},
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params(prefix, cases):

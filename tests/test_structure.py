@@ -80,6 +80,30 @@ def test_no_import_cycle_at_import_time():
     assert not cycles, f"modules importing each other when imported: {cycles}"
 
 
+KNOWN_CYCLES = {
+    frozenset({"srcgrad.runtime.autograd", "srcgrad.runtime.double_backward",
+               "srcgrad.runtime.engine", "srcgrad.runtime.node", "srcgrad.runtime.tensor"}):
+        "the eager engine: Tensor methods run the engine, whose nodes make Tensors",
+    frozenset({"srcgrad.runtime.conversions", "srcgrad.runtime.ops"}):
+        "ops imports conversions to register Tensor methods; conversions calls ops' dispatch",
+    frozenset({"srcgrad.runtime.rules.special", "srcgrad.runtime.rules.special_functions"}):
+        "special_functions' rules call digamma and gammaln, defined in special",
+}
+"""Groups of modules that import each other somewhere (in a function too), each with the
+reason; the compiler's own layers (front end, analysis, emitters, driver) are never here."""
+
+
+def test_no_import_cycle_even_inside_functions():
+    """Every import counts, a deferred one in a function too: modules that need each other
+    are one layer, or a piece belongs lower.  Only the groups listed above, exactly."""
+    graph = _import_graph(at_import_time=False)
+    cycles = {frozenset(c) for c in nx.strongly_connected_components(graph) if len(c) > 1}
+    assert not cycles - set(KNOWN_CYCLES), \
+        f"modules importing each other: {[sorted(c) for c in cycles - set(KNOWN_CYCLES)]}"
+    assert not set(KNOWN_CYCLES) - cycles, \
+        f"cycles listed but gone (remove them): {[sorted(c) for c in set(KNOWN_CYCLES) - cycles]}"
+
+
 def test_the_runtime_imports_neither_the_compiler_nor_networkx():
     for name, path in MODULES.items():
         if not name.startswith("srcgrad.runtime"):
@@ -90,14 +114,70 @@ def test_the_runtime_imports_neither_the_compiler_nor_networkx():
             assert not front_end and module.partition(".")[0] != "networkx", (name, module)
 
 
-def test_codegen_imports_no_private_name_of_the_front_end():
+CODEGEN_MAY_IMPORT = ("srcgrad.ir", "srcgrad.errors", "srcgrad.runtime", "srcgrad.codegen")
+"""The emitters' contract with the rest: the IR, the errors, the runtime (its rule table)."""
+
+
+def _srcgrad_module(module: str, names: list[str]) -> list[str]:
+    """The srcgrad modules an import names (``from srcgrad import ir`` names srcgrad.ir)."""
+    if module != "srcgrad" and not module.startswith("srcgrad."):
+        return []
+    subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES]
+    return subs or [module]
+
+
+def test_codegen_imports_only_the_ir_the_errors_and_the_runtime():
     for name, path in MODULES.items():
         if not name.startswith("srcgrad.codegen"):
             continue
         for module, names in _imports(path, at_import_time=False):
-            if module.startswith(("srcgrad.codegen", "srcgrad.runtime")):
-                continue
-            assert not [n for n in names if n.startswith("_")], (name, module, names)
+            for target in _srcgrad_module(module, names):
+                assert target.startswith(CODEGEN_MAY_IMPORT), (name, target)
+
+
+def test_no_module_imports_a_private_name_of_codegen():
+    """The driver (and anyone else) uses what codegen makes public."""
+    for name, path in MODULES.items():
+        if name.startswith("srcgrad.codegen"):
+            continue
+        for module, names in _imports(path, at_import_time=False):
+            if module.startswith("srcgrad.codegen"):
+                assert not [n for n in names if n.startswith("_")], (name, module, names)
+
+
+EMITTER_STRINGS = {
+    "srcgrad.codegen.backend": "the math backend writes NumPy functions as math's",
+    "srcgrad.codegen.symbolic": "add, pow, matmul: Python's operator protocol (__add__ ...)",
+    "srcgrad.codegen.forward": "zero_tangent, match_tangent: the forward emitter's helpers",
+}
+"""Emitter modules whose text may name a primitive, and why."""
+
+
+def test_the_emitters_name_no_operation():
+    """What is special about an operation is a hint on its Primitive (runtime/rules): no
+    emitter compares a name with, or keeps a table keyed by, a primitive's name."""
+    from srcgrad.runtime.primitives import PRIMITIVES
+    names = set(PRIMITIVES) | {p.fn.__name__ for p in PRIMITIVES.values()}
+    for name, path in MODULES.items():
+        if not name.startswith("srcgrad.codegen") or name in EMITTER_STRINGS:
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr)}
+        named = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                        and n.value in names and id(n) not in docstrings})
+        assert not named, f"{name} names primitives: {named}"
+
+
+def test_primitive_hints_are_known_ones():
+    """A hint set with a typo would be ignored silently: every attribute a rule module set
+    on a primitive is one the Primitive class declares."""
+    from srcgrad.runtime.primitives import PRIMITIVES, Primitive
+    declared = {n for n in dir(Primitive) if not n.startswith("__")}
+    for prim in PRIMITIVES.values():
+        unknown = set(vars(prim)) - declared - {"__doc__"}
+        assert not unknown, (prim.name, unknown)
 
 
 # ------------------------------------------------------------------ one binder of NumPy calls

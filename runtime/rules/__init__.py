@@ -9,6 +9,33 @@ Families, in the order they register: ``core`` (helpers and helper primitives),
 ``elementwise``, ``reductions``, ``linalg``, ``arrays`` (shape, joining, indexing, copies),
 ``nn`` (fused losses), and ``lists`` (joining a list built at run time; compiler only).
 Every name is re-exported here: ``rules.getitem``, ``rules.numel`` …
+
+A primitive owns everything about its operation, the hints the compiler's emitters need
+included (attributes of :class:`~srcgrad.runtime.primitives.Primitive`, set next to its rules;
+the emitters name no operation):
+
+- ``spelling``: how Python source writes it, when not as a call of its NumPy function:
+  ``("operator", "+")`` (``x + y``), ``("operator", "**", "p")`` (``x ** p``, the right
+  operand its parameter ``p``), ``("compare", "<")``, ``("unary", "-")``, ``("subscript",
+  "index")`` (``x[index]``), ``("method", "astype", "dtype")`` (``x.astype(dtype)``, the
+  method's arguments its parameters), ``("sequence", np.stack)`` (the inputs as one list),
+  ``("subscripts", np.einsum)`` (its ``subscripts`` parameter first, then the inputs);
+- ``full_adjoint``: a linear reduction (sum, mean) over its ``axis``/``keepdims`` parameters,
+  whose rule spreads ``g`` (a scalar too) over the input; reducing every axis, the input's
+  adjoint is the number ``full_adjoint(g, shape)`` everywhere (``g / numel(shape)``: a mean);
+- ``folds_seed``: its rules, run on the number ``1.0`` (the folded seed of ``grad``), give a
+  number, not code (every ufunc);
+- ``fresh_result``: it returns a new array no other name refers to (added into in place);
+- ``accumulate_by``: a helper ``f(total, index, g)`` adding this primitive's result on ``g``
+  (``index=index, shape=total.shape``) into ``total`` in place: ``d_x += unindex(g,
+  index=i, shape=s)`` is written ``d_x = scatter_add(d_x, i, g)``;
+- ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``);
+- ``derivative_unknown``: a rule's own helper without rules of its own: differentiating it
+  again (a derivative of a derivative) is refused.
+
+A ``@helper`` may carry ``of_shapes = True`` (it computes a number from shapes, reading no
+array: ``numel``) and ``recorded``: its form for recorded Tensors, which change nothing in
+place (``scatter_add``).
 """
 
 from srcgrad.runtime.rules.arrays import *

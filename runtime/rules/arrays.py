@@ -113,6 +113,8 @@ defvjp_argnum(stack, lambda argnum, g, ans, *xs, axis=0: getitem(g, index=along(
               reads={})
 bind_numpy(np.concatenate, concatenate, _concatenate_adapter)
 bind_numpy(np.stack, stack, lambda arrays, axis=0, out=None, **kw: stack(*arrays, axis=axis))
+concatenate.spelling = ("sequence", np.concatenate)     # np.concatenate([a, b], axis=...)
+stack.spelling = ("sequence", np.stack)
 
 
 

@@ -178,12 +178,26 @@ defvjp(clip_mask, None)
 defvjp(clip_bound_mask, None)
 
 
+def _scatter_add_recorded(out, index, g):
+    """``scatter_add`` out of place: recorded Tensors are not changed in place."""
+    return out + unindex(g, index=index, shape=out.shape)
+
+
+# Hints for the emitters (see rules/__init__.py).
+numel.of_shapes = True
+scatter_add.recorded = _scatter_add_recorded
+unindex.fresh_result = index_put.fresh_result = True
+unindex.accumulate_by = scatter_add
+cast.spelling = ("method", "astype", "dtype")
+
+
 @primitive(dtype_rule="same")
 def getitem(x, *, index):
     return x[index]
 
 
 defvjp(getitem, lambda g, ans, x, index: unindex(g, index=index, shape=x.shape))
+getitem.spelling = ("subscript", "index")
 
 
 @primitive(dtype_rule="same")
@@ -200,6 +214,7 @@ def item(x):
 
 defvjp(stop_gradient, None)
 defvjp(item, lambda g, ans, x: np.reshape(g, x.shape))
+item.spelling = ("method", "item")
 
 # Forward mode: all of these are linear in their differentiable inputs (an index, a shape,
 # the other factor of a product is a parameter or a primal value); the two matmul

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.forward_rules import reduced
 from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
 from srcgrad.runtime.rules.linalg import cofactors
 
 __all__ = ["triangle_grad", "cholesky_grad", "eigh_grad", "svd_grad", "qr_grad", "eigh_values",
            "eigh_vectors", "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "slogdet_sign",
-           "slogdet_logabsdet", "logdet_grad"]
+           "slogdet_logabsdet", "logdet_grad", "logdet_gradient", "eye_of"]
 
 
 @helper
@@ -211,91 +210,95 @@ defvjp(np.linalg.svdvals, lambda g, ans, x: svd_grad(x, None, g, None), nin=1,
 # ---------------------------------------------------------------------------------------------
 # Forward mode: the classical perturbation formulas, for the triangle a function reads
 # (``cholesky``, ``eigh``) and the reduced factors (``svd``, ``qr``); distinct eigenvalues
-# and singular values assumed, as in the vjp rules.
+# and singular values assumed, as in the vjp rules.  Plain code on the factors' primitives
+# (helpers only for sizes), so that second order differentiates the printed rule again.
 
 @helper
+def eye_of(shape, axis=-1):
+    """The boolean identity matrix of size ``shape[axis]``."""
+    return np.eye(shape[axis], dtype=bool)
+
+
+def _transposed(m):
+    return np.swapaxes(m, -1, -2)
+
+
 def triangle_tangent(t, lower):
     """The symmetric tangent that a function reading the lower (or upper) triangle of its
     argument sees: that triangle of ``t``, mirrored."""
     part = np.tril(t) if lower else np.triu(t)
-    return part + np.swapaxes(part, -1, -2) - part * np.eye(np.shape(t)[-1], dtype=bool)
+    return part + _transposed(part) - part * eye_of(np.shape(t))
 
 
-@helper
 def cholesky_tangent(t, ans, upper=False):
     """``dL = L phi(L^-1 dA L^-T)``, ``phi`` the lower triangle with half the diagonal."""
-    low = np.swapaxes(ans, -1, -2) if upper else ans
+    low = _transposed(ans) if upper else ans
     left = np.linalg.solve(low, triangle_tangent(t, not upper))               # L^-1 dA
-    inner = np.swapaxes(np.linalg.solve(low, np.swapaxes(left, -1, -2)), -1, -2)
-    phi = np.tril(inner) - 0.5 * inner * np.eye(np.shape(t)[-1], dtype=bool)
+    inner = _transposed(np.linalg.solve(low, _transposed(left)))
+    phi = np.tril(inner) - 0.5 * inner * eye_of(np.shape(t))
     out = np.matmul(low, phi)
-    return np.swapaxes(out, -1, -2) if upper else out
+    return _transposed(out) if upper else out
 
 
-@helper
+def _gaps(w):
+    """``F_ij = 1 / (w_j - w_i)`` off the diagonal, 0 on it."""
+    off = 1.0 - eye_of(np.shape(w))
+    return off / (np.expand_dims(w, -2) - np.expand_dims(w, -1) + (1.0 - off))
+
+
 def eigh_tangent(a, UPLO, t, vectors):
     """``dw = diag(V^T dA V)`` or ``dV = V (F o (V^T dA V))``, ``F_ij = 1 / (w_j - w_i)``."""
-    w, v = np.linalg.eigh(a, UPLO)
-    inner = np.matmul(np.swapaxes(v, -1, -2),
-                      np.matmul(triangle_tangent(t, UPLO.upper() == "L"), v))
+    v = eigh_vectors(a, UPLO=UPLO)
+    inner = np.matmul(_transposed(v), np.matmul(triangle_tangent(t, UPLO.upper() == "L"), v))
     if not vectors:
         return np.diagonal(inner, 0, -2, -1)
-    off = 1.0 - np.eye(np.shape(w)[-1])
-    f = off / (np.expand_dims(w, -2) - np.expand_dims(w, -1) + (1.0 - off))
-    return np.matmul(v, f * inner)
+    return np.matmul(v, _gaps(eigh_values(a, UPLO=UPLO)) * inner)
 
 
-@helper
 def svd_tangent(a, t, part):
-    """The tangent of ``u`` (``part`` 0), ``s`` (1) or ``vh`` (2) of the reduced SVD."""
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    v = np.swapaxes(vh, -1, -2)
-    ds = np.matmul(np.swapaxes(u, -1, -2), np.matmul(t, v))
+    """The tangent of ``u`` (``part`` 0), ``s`` (1) or ``vh`` (2) of the reduced SVD.  The
+    terms of a tall ``u`` (or a wide ``vh``) outside the span of the square one are written
+    for every shape: for a square factor they are zero."""
+    u, vh = svd_u(a), svd_vh(a)
+    v = _transposed(vh)
+    ds = np.matmul(_transposed(u), np.matmul(t, v))
     if part == 1:
         return np.diagonal(ds, 0, -2, -1)
+    s = svd_s(a)
     s_row = np.expand_dims(s, -2)
-    off = 1.0 - np.eye(np.shape(s)[-1])
-    f = off / ((s_row - np.swapaxes(s_row, -1, -2)) * (s_row + np.swapaxes(s_row, -1, -2))
-               + (1.0 - off))                                          # 1 / (s_j² - s_i²)
-    rows, cols = np.shape(a)[-2:]
-    if part == 0:
+    off = 1.0 - eye_of(np.shape(s))
+    f = off / ((s_row - _transposed(s_row)) * (s_row + _transposed(s_row)) + (1.0 - off))
+    if part == 0:                                                    # f_ij = 1 / (s_j² - s_i²)
         scaled = ds * s_row
-        out = np.matmul(u, f * (scaled + np.swapaxes(scaled, -1, -2)))
-        if rows > cols:
-            moved = np.matmul(t, v)
-            out = out + (moved - np.matmul(u, np.matmul(np.swapaxes(u, -1, -2), moved))) / s_row
-        return out
-    scaled = np.swapaxes(s_row, -1, -2) * ds
-    out = np.matmul(v, f * (scaled + np.swapaxes(scaled, -1, -2)))
-    if cols > rows:
-        moved = np.matmul(np.swapaxes(t, -1, -2), u)
-        out = out + (moved - np.matmul(v, np.matmul(vh, moved))) / s_row
-    return np.swapaxes(out, -1, -2)
+        moved = np.matmul(t, v)
+        return (np.matmul(u, f * (scaled + _transposed(scaled)))
+                + (moved - np.matmul(u, np.matmul(_transposed(u), moved))) / s_row)
+    scaled = _transposed(s_row) * ds
+    moved = np.matmul(_transposed(t), u)
+    return _transposed(np.matmul(v, f * (scaled + _transposed(scaled)))
+                       + (moved - np.matmul(v, np.matmul(vh, moved))) / s_row)
 
 
 def _qr_square_tangent(q, r, t):
     """(dq, dr) of ``a = q r`` with ``r`` square: ``dq = q (do - C) + t r^-1``,
     ``dr = (C - do) r``, where ``C = q^T t r^-1`` and ``do`` its skew part."""
-    moved = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(t, -1, -2)), -1, -2)
-    c = np.matmul(np.swapaxes(q, -1, -2), moved)
+    moved = _transposed(np.linalg.solve(_transposed(r), _transposed(t)))
+    c = np.matmul(_transposed(q), moved)
     lower = np.tril(c, -1)
-    skew = lower - np.swapaxes(lower, -1, -2)
+    skew = lower - _transposed(lower)
     return np.matmul(q, skew - c) + moved, np.matmul(c - skew, r)
 
 
-@helper
 def qr_tangent(a, t, part):
-    """The tangent of ``q`` (``part`` 0) or ``r`` (1) of the reduced QR; of a wide ``a = [x |
-    y]``: ``x = q u`` is square, and ``v = q^T y``."""
-    q, r = np.linalg.qr(a)
-    rows, cols = np.shape(a)[-2:]
-    if rows >= cols:
-        return _qr_square_tangent(q, r, t)[part]
+    """The tangent of ``q`` (``part`` 0) or ``r`` (1) of the reduced QR: of ``a = [x | y]``
+    with ``x`` its first ``rows`` columns, ``x = q u`` (``u`` square) and ``v = q^T y``.  For
+    a tall ``a``, ``x`` is all of it and ``y`` empty."""
+    q, r = qr_q(a), qr_r(a)
+    rows = np.shape(a)[-2]
     dq, du = _qr_square_tangent(q, r[..., :rows], t[..., :rows])
     if part == 0:
         return dq
-    dv = np.matmul(np.swapaxes(dq, -1, -2), a[..., rows:]) + np.matmul(
-        np.swapaxes(q, -1, -2), t[..., rows:])
+    dv = np.matmul(_transposed(dq), a[..., rows:]) + np.matmul(_transposed(q), t[..., rows:])
     return np.concatenate([du, dv], axis=-1)
 
 
@@ -311,4 +314,22 @@ defjvp(np.linalg.svdvals, lambda tangents, ans, x: svd_tangent(x, tangents[0], 1
 defjvp(svd_vh, lambda tangents, ans, a: svd_tangent(a, tangents[0], 2))
 defjvp(qr_q, lambda tangents, ans, a: qr_tangent(a, tangents[0], 0))
 defjvp(qr_r, lambda tangents, ans, a: qr_tangent(a, tangents[0], 1))
-defjvp(slogdet_logabsdet, reduced(*slogdet_logabsdet.vjps, axis=(-2, -1)))
+
+
+@primitive(dtype_rule="float")
+def logdet_gradient(a):
+    """``inv(a)^T``, the gradient of ``log|det(a)|`` (infinite where ``a`` is singular), as a
+    primitive, so that slogdet's forward rule is differentiated again."""
+    return logdet_grad(a)
+
+
+def _logdet_gradient_jvp(tangents, ans, a):
+    """``-C t^T C`` with ``C = ans = a^-T``."""
+    return -np.matmul(ans, np.matmul(np.swapaxes(tangents[0], -1, -2), ans))
+
+
+defvjp(logdet_gradient, lambda g, ans, a: -np.matmul(ans, np.matmul(np.swapaxes(g, -1, -2),
+                                                                    ans)))
+defjvp(logdet_gradient, _logdet_gradient_jvp)
+defjvp(slogdet_logabsdet, lambda tangents, ans, a:
+       np.sum(tangents[0] * logdet_gradient(a), axis=(-2, -1)))

@@ -148,6 +148,39 @@ for _f in (np.clip, np.sinc, np.nan_to_num):
     defjvp(_f, diagonal=True)
 defjvp(np.where, linear=True)
 
+
+# Forward rules of their own where the vjp rules combine masks with ``|``/``&``, which the
+# compiler does not differentiate again (second order differentiates a jvp's source):
+# ``np.logical_or``/``np.logical_and`` say the same.
+def _zero(t):
+    return 0.0 if t is None else t
+
+
+def _power_jvp(tangents, ans, x, y):
+    """``tx y x^(y-1) + ty x^y log(x)``, guarded where the vjp rules guard it."""
+    tx, ty = tangents
+    out = 0.0
+    if tx is not None:
+        out = out + tx * np.where(y == 0, 0, y * x ** np.where(y == 0, 1, y - 1))
+    if ty is not None:
+        out = out + ty * np.where(np.logical_and(x == 0, y >= 0), 0, ans * np.log(x))
+    return out
+
+
+def _pick_jvp(first):
+    """fmax/fmin: the tangent of the number picked (``first(x, y)``: x wins, or y is NaN),
+    the mean of both at ties, as the vjp rules split the gradient."""
+    def rule(tangents, ans, x, y):
+        tx, ty = _zero(tangents[0]), _zero(tangents[1])
+        return np.where(x == y, (tx + ty) / 2,
+                        np.where(np.logical_or(first(x, y), np.isnan(y)), tx, ty))
+    return rule
+
+
+defjvp(np.power, _power_jvp)
+defjvp(np.fmax, _pick_jvp(np.greater))
+defjvp(np.fmin, _pick_jvp(np.less))
+
 # Comparisons and logic: boolean results, no gradient.
 for _f in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_xor):
@@ -157,6 +190,17 @@ for _f in (np.logical_not, np.isnan, np.isinf, np.isfinite):
 for _f in (np.argmax, np.argmin, np.argsort):
     defvjp(_f, None, dtype_rule="index")
 defvjp(np.floor_divide, None, None)
+
+# How Python source writes these (hints for the emitters: see rules/__init__.py).
+for _f, _op in ((np.add, "+"), (np.subtract, "-"), (np.multiply, "*"), (np.divide, "/"),
+                (np.power, "**"), (np.remainder, "%"), (np.floor_divide, "//")):
+    lookup(_f).spelling = ("operator", _op)
+for _f, _op in ((np.less, "<"), (np.less_equal, "<="), (np.greater, ">"),
+                (np.greater_equal, ">="), (np.equal, "=="), (np.not_equal, "!=")):
+    lookup(_f).spelling = ("compare", _op)
+lookup(np.negative).spelling = ("unary", "-")
+pow_scalar.spelling = ("operator", "**", "p")
+pow_scalar.folds_seed = rsub.folds_seed = True     # their rules fold a number g, as ufuncs'
 
 # Truth values, indices and piecewise constants that record no node: run on plain data.
 _TRUTH, _INDICES = "a boolean result", "integer indices or counts"
@@ -233,9 +277,12 @@ def _math_primitive(fun: object, twin: object) -> Primitive:
     return defvjp(prim, *rules.vjps)
 
 
-for _f in (np.real, np.imag, np.angle):
+for _f in (np.imag, np.angle):
     defjvp(_f, diagonal=True)
+for _f in (np.real, np.conjugate):   # linear (over the reals): no complex check to print
+    defjvp(_f, linear=True)
 
 MATH_PRIMITIVES: dict[object, Primitive] = {
     f: _math_primitive(f, twin) for f, twin in MATH_TWINS.items()}
 """Each ``math`` function → its primitive (``math_log`` …)."""
+defjvp(MATH_PRIMITIVES[math.pow], _power_jvp)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.forward_rules import reduced
 from srcgrad.runtime.primitives import (
     bind_numpy,
     defjvp,
@@ -21,7 +20,7 @@ from srcgrad.runtime.primitives import (
     sum_to,
 )
 from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
-from srcgrad.runtime.rules.matrices import norm_grad, trace_grad, undiagonal
+from srcgrad.runtime.rules.matrices import norm_direction, norm_grad, trace_grad, undiagonal
 from srcgrad.runtime.rules.products import (
     cross_grad,
     known_matrices,
@@ -103,6 +102,7 @@ def _matmul_rhs(g, ans, a, b):
 
 
 defvjp(np.matmul, _matmul_lhs, _matmul_rhs, broadcasts=False)
+lookup(np.matmul).spelling = ("operator", "@")          # a hint: see rules/__init__.py
 
 
 @primitive(nin=None)
@@ -111,6 +111,7 @@ def einsum(*operands, subscripts):
 
 
 defvjp_argnum(einsum, einsum_grad)
+einsum.spelling = ("leading", np.einsum, "subscripts")   # np.einsum(subscripts, *operands)
 
 
 def sublist_subscripts(args: tuple) -> tuple[str, list]:
@@ -162,20 +163,37 @@ defvjp(np.linalg.inv, lambda g, ans, x: -np.matmul(
     np.swapaxes(ans, -1, -2), np.matmul(g, np.swapaxes(ans, -1, -2))), nin=1, dtype_rule="float")
 
 
-@helper
-def solve_tangent(a, b, x, ta, tb):
-    """Tangent of ``x = np.linalg.solve(a, b)``: ``solve(a, tb - ta x)`` (None: a zero
-    tangent); a 1-D ``b`` is one vector for every matrix, as NumPy 2 reads it."""
-    vector = np.ndim(b) == 1
-    rhs = 0.0 * x if tb is None else tb + 0.0 * x
+@primitive(nin=2, dtype_rule="same")
+def as_columns(v, b):
+    """``v`` laid out as ``np.linalg.solve(a, b)`` reads ``b``: a stack of matrices (a 1-D
+    ``b`` is one vector for every matrix: ``v[..., None]``)."""
+    return v[..., None] if np.ndim(b) == 1 else v
+
+
+@primitive(nin=2, dtype_rule="same")
+def from_columns(v, b):
+    """The inverse of :func:`as_columns`: a solution in the layout of ``np.linalg.solve(a,
+    b)``'s."""
+    return v[..., 0] if np.ndim(b) == 1 else v
+
+
+defvjp(as_columns, lambda g, ans, v, b: sum_to(from_columns(g, b), shape=np.shape(v)), None)
+defvjp(from_columns, lambda g, ans, v, b: sum_to(as_columns(g, b), shape=np.shape(v)), None)
+defjvp(as_columns, linear=True)
+defjvp(from_columns, linear=True)
+
+
+def _solve_jvp(tangents, ans, a, b):
+    """``solve(a, tb - ta x)``, as matrices (:func:`as_columns`), written with primitives so
+    that it is differentiated again."""
+    ta, tb = tangents
+    rhs = 0.0 if tb is None else as_columns(tb, b)
     if ta is not None:
-        rhs = rhs - (np.matmul(ta, np.expand_dims(x, -1))[..., 0] if vector else np.matmul(ta, x))
-    if vector:
-        return np.linalg.solve(a, np.expand_dims(rhs, -1))[..., 0]
-    return np.linalg.solve(a, rhs)
+        rhs = rhs - np.matmul(ta, as_columns(ans, b))
+    return from_columns(np.linalg.solve(a, rhs), b)
 
 
-defjvp(np.linalg.solve, lambda tangents, ans, a, b: solve_tangent(a, b, ans, *tangents))
+defjvp(np.linalg.solve, _solve_jvp)
 defjvp(np.linalg.inv, lambda tangents, ans, x: -np.matmul(ans, np.matmul(tangents[0], ans)))
 @helper
 def cofactors(x):
@@ -204,7 +222,32 @@ def det_grad(x, ans):
 
 _det = defvjp(np.linalg.det, lambda g, ans, x: np.expand_dims(g, (-2, -1)) * det_grad(x, ans),
               nin=1, dtype_rule="float")
-defjvp(_det, reduced(*_det.vjps, axis=(-2, -1)))
+
+
+@primitive(dtype_rule="float")
+def det_gradient(x):
+    """``det(x) inv(x)^T`` (the cofactors where ``x`` is singular): the gradient of ``det``,
+    as a primitive, so that det's forward rule is differentiated again."""
+    return det_grad(x, np.linalg.det(x))
+
+
+def _det_gradient_jvp(tangents, ans, x):
+    """``tr(S) C - C S^T`` with ``C = ans``, ``S = x^-1 t`` (``x`` invertible)."""
+    s = np.linalg.solve(x, tangents[0])
+    return (np.expand_dims(np.trace(s, axis1=-2, axis2=-1), (-2, -1)) * ans
+            - np.matmul(ans, np.swapaxes(s, -1, -2)))
+
+
+def _det_gradient_vjp(g, ans, x):
+    """``<g, C> x^-T - x^-T g^T C`` with ``C = ans`` (``x`` invertible)."""
+    inverse_t = np.swapaxes(np.linalg.inv(x), -1, -2)
+    return (np.sum(g * ans, axis=(-2, -1), keepdims=True) * inverse_t
+            - np.matmul(inverse_t, np.matmul(np.swapaxes(g, -1, -2), ans)))
+
+
+defvjp(det_gradient, _det_gradient_vjp)
+defjvp(det_gradient, _det_gradient_jvp)
+defjvp(_det, lambda tangents, ans, x: np.sum(tangents[0] * det_gradient(x), axis=(-2, -1)))
 
 
 # NumPy 2's array-API spellings: ``np.linalg.matmul``, ``tensordot``, ``outer``, ``vecdot``,
@@ -266,5 +309,8 @@ for _name in ("linalg_matmul", "linalg_tensordot", "linalg_outer", "linalg_vecdo
     defjvp(lookup(_name), multilinear=True)
 for _name in ("linalg_trace", "linalg_diagonal", "linalg_matrix_transpose", "matrix_transpose"):
     defjvp(lookup(_name), linear=True)
-defjvp(lookup("linalg_matrix_norm"), reduced(*lookup("linalg_matrix_norm").vjps, axis=(-2, -1)))
-defjvp(lookup("linalg_vector_norm"), reduced(*lookup("linalg_vector_norm").vjps))
+defjvp(lookup("linalg_matrix_norm"), lambda tangents, ans, x, keepdims=False, ord="fro": np.sum(
+    tangents[0] * norm_direction(x, ord=ord, axis=(-2, -1)), axis=(-2, -1), keepdims=keepdims))
+defjvp(lookup("linalg_vector_norm"), lambda tangents, ans, x, axis=None, keepdims=False, ord=2:
+       np.sum(tangents[0] * norm_direction(x, ord=ord, axis=axis, vector=True), axis=axis,
+              keepdims=keepdims))

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.forward_rules import reduced
-from srcgrad.runtime.primitives import defjvp, defvjp, helper
+from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
 
-__all__ = ["undiagonal", "trace_grad", "diag_grad", "norm", "norm_grad", "norm_axes"]
+__all__ = ["undiagonal", "trace_grad", "diag_grad", "norm", "norm_grad", "norm_axes",
+           "norm_direction", "norm_hessian"]
 
 
 @helper
@@ -125,4 +125,82 @@ norm = defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=Fa
 
 for _f in (np.diagonal, np.trace, np.diag, np.diagflat):
     defjvp(_f, linear=True)
-defjvp(norm, reduced(*norm.vjps))
+
+
+
+# Forward mode of the norms: the tangent times the gradient of the norm for a cotangent of
+# ones (``norm_direction``), a primitive whose own derivative is the norm's Hessian, so that
+# the forward rule is differentiated again (second order).
+
+@primitive(dtype_rule="float")
+def norm_direction(x, *, ord=None, axis=None, vector=False):
+    """The gradient of ``np.linalg.norm(x, ord, axis)`` (``vector``: of
+    ``np.linalg.vector_norm``) for a cotangent of ones, shaped as ``x``."""
+    if vector:
+        ans = np.linalg.vector_norm(x, axis=axis, keepdims=True, ord=ord)
+    else:
+        ans = np.linalg.norm(x, ord, axis, keepdims=True)
+    return norm_grad(np.ones_like(ans), ans, x, ord, axis, True, vector)
+
+
+def _svd_direction_tangent(t, u, s, vh, weights):
+    """The tangent of ``u diag(weights) vh`` (the reduced SVD of a matrix, ``weights`` fixed)
+    along ``t``; without weights (``u vh``, the nuclear norm's) written with ``1 / (s_i +
+    s_j)``, which stays finite where singular values repeat."""
+    v, ut = np.swapaxes(vh, -1, -2), np.swapaxes(u, -1, -2)
+    c = np.matmul(ut, np.matmul(t, v))                                   # u^T t v
+    eye = np.eye(np.shape(s)[-1], dtype=bool)
+    s_row, s_col = np.expand_dims(s, -2), np.expand_dims(s, -1)
+    outside_u = (np.matmul(t, v) - np.matmul(u, c)) / s_row               # (I - u u^T) t v / s
+    outside_v = (np.matmul(ut, t) - np.matmul(c, vh)) / s_col            # u^T t (I - v v^T) / s
+    if weights is None:
+        inside = (c - np.swapaxes(c, -1, -2)) / (s_col + s_row)
+        return np.matmul(u, np.matmul(inside, vh)) + np.matmul(outside_u, vh) + np.matmul(
+            u, outside_v)
+    f = np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, s_row * s_row - s_col * s_col))
+    du = np.matmul(u, f * (c * s_row + s_col * np.swapaxes(c, -1, -2))) + outside_u
+    dvt = np.swapaxes(np.matmul(v, f * (s_col * c + np.swapaxes(c, -1, -2) * s_row)), -1, -2) \
+        + outside_v
+    w = np.expand_dims(weights, -2)
+    return np.matmul(du * w, vh) + np.matmul(u * w, dvt)
+
+
+@helper
+def norm_hessian(t, x, ord=None, axis=None, vector=False):
+    """The derivative of :func:`norm_direction` along ``t``: the Hessian of the norm (summed
+    over its results) times ``t``; symmetric, so also the vjp.  Piecewise linear norms (1,
+    inf, their matrix forms, 0) have none."""
+    axes, matrix = norm_axes(np.ndim(x), ord, axis, vector)
+    t = t + 0.0 * x
+    if ord is None or ord == "fro" or (ord == 2 and not matrix):
+        n = np.sqrt(np.sum(x * x, axis=axes, keepdims=True))
+        safe = np.where(n == 0, 1.0, n)
+        along = np.sum(x * t, axis=axes, keepdims=True)
+        return np.where(n == 0, 0.0, t / safe - x * along / safe ** 3)
+    if ord in ((1, -1, np.inf, -np.inf) if matrix else (1, np.inf, -np.inf, 0)):
+        return np.zeros_like(t)
+    if not matrix:
+        p = float(ord)
+        n = np.linalg.vector_norm(x, axis=axes, keepdims=True, ord=p)
+        mag = np.abs(x)
+        direction = np.sign(x) * mag ** (p - 1.0) * n ** (1.0 - p)
+        dn = np.sum(direction * t, axis=axes, keepdims=True)
+        return ((p - 1.0) * mag ** (p - 2.0) * t * n ** (1.0 - p)
+                + np.sign(x) * mag ** (p - 1.0) * (1.0 - p) * n ** (-p) * dn)
+    row, col = axes
+    moved, moved_t = np.moveaxis(x, (row, col), (-2, -1)), np.moveaxis(t, (row, col), (-2, -1))
+    u, s, vh = np.linalg.svd(moved, full_matrices=False)
+    weights = None
+    if ord != "nuc":
+        pick = np.argmax(s, axis=-1) if ord == 2 else np.argmin(s, axis=-1)
+        weights = (np.arange(s.shape[-1]) == pick[..., None]).astype(s.dtype)
+    out = _svd_direction_tangent(moved_t, u, s, vh, weights)
+    return np.moveaxis(out, (-2, -1), (row, col))
+
+
+defvjp(norm_direction, lambda g, ans, x, ord=None, axis=None, vector=False:
+       norm_hessian(g, x, ord, axis, vector))
+defjvp(norm_direction, lambda tangents, ans, x, ord=None, axis=None, vector=False:
+       norm_hessian(tangents[0], x, ord, axis, vector))
+defjvp(norm, lambda tangents, ans, x, ord=None, axis=None, keepdims=False: np.sum(
+    tangents[0] * norm_direction(x, ord=ord, axis=axis), axis=axis, keepdims=keepdims))

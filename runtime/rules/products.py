@@ -14,7 +14,7 @@ from srcgrad.runtime.primitives import bind_numpy, defjvp, defvjp, helper, looku
 
 __all__ = ["dot_lhs_grad", "dot_rhs_grad", "inner_grad", "inner_rhs_grad", "tensordot_axes",
            "tensordot_lhs_grad", "tensordot_rhs_grad", "kron_grad", "cross_grad",
-           "convolve_grad", "polyval_grad"]
+           "convolve_grad", "polyval_grad", "derivative_powers"]
 
 
 def known_matrices(a, b) -> bool:
@@ -244,6 +244,24 @@ bind_numpy(np.polyval, lookup(np.polyval), _polyval)
 for _f in (np.dot, np.inner, np.vdot, np.outer, np.tensordot, np.kron, np.cross, np.convolve,
            np.correlate):
     defjvp(_f, multilinear=True)
-defjvp(np.polyval, lambda tangents, ans, p, x: (
-    (0.0 if tangents[0] is None else np.polyval(tangents[0], x))
-    + (0.0 if tangents[1] is None else polyval_grad(tangents[1], p, x, False))))
+
+
+@helper
+def derivative_powers(p_shape):
+    """The powers ``n-1, ..., 1`` that multiply ``p[:-1]`` in the derivative of the polynomial
+    with coefficients ``p`` (of ``p_shape``, stacked along the first axis), shaped to them."""
+    n = p_shape[0]
+    return np.reshape(np.arange(n - 1.0, 0.0, -1.0), (max(n - 1, 0),) + (1,) * (len(p_shape) - 1))
+
+
+def _polyval_jvp(tangents, ans, p, x):
+    """Linear in the coefficients; in ``x`` the tangent times the derivative polynomial
+    (written with np.polyval, so that it is differentiated again)."""
+    tp, tx = tangents
+    out = 0.0 if tp is None else np.polyval(tp, x)
+    if tx is not None:
+        out = out + tx * np.polyval(p[:-1] * derivative_powers(np.shape(p)), x)
+    return out
+
+
+defjvp(np.polyval, _polyval_jvp)

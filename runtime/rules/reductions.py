@@ -65,12 +65,46 @@ def prod_others(x, *, axis=None):
     return np.moveaxis(out.reshape(moved.shape), last, axes)
 
 
-prod_others.derivative_unknown = True    # no rule of its own: np.prod's second derivative
+@helper
+def prod_others_tangent(t, x, axis=None):
+    """The tangent of ``prod_others(x, axis)`` along ``t``: ``sum over k != i of t_k times
+    the product of the x_j with j not i or k``, exact at zeros.  The Jacobian is the Hessian
+    of prod (symmetric), so this is the vjp too.  Along the flattened ``axis``, the products
+    before and after each element and their tangents, one element at a time."""
+    x = np.asarray(x) if isinstance(x, (int, float)) else x
+    t = t + 0.0 * x
+    ndim = np.ndim(x)
+    axes = tuple(range(ndim)) if axis is None else tuple(
+        a % ndim for a in np.atleast_1d(axis).tolist())
+    last = tuple(range(ndim - len(axes), ndim))
+    xs, ts = np.moveaxis(x, axes, last), np.moveaxis(t, axes, last)
+    moved_shape = np.shape(xs)
+    flat = moved_shape[:ndim - len(axes)] + (-1,)
+    xs, ts = np.reshape(xs, flat), np.reshape(ts, flat)
+    n = np.shape(xs)[-1]
+    before, d_before = [np.ones_like(xs[..., 0])], [np.zeros_like(xs[..., 0])]
+    after, d_after = [np.ones_like(xs[..., 0])], [np.zeros_like(xs[..., 0])]
+    for i in range(n - 1):
+        d_before.append(d_before[-1] * xs[..., i] + before[-1] * ts[..., i])
+        before.append(before[-1] * xs[..., i])
+        d_after.append(d_after[-1] * xs[..., n - 1 - i] + after[-1] * ts[..., n - 1 - i])
+        after.append(after[-1] * xs[..., n - 1 - i])
+    out = np.stack([d_before[i] * after[n - 1 - i] + before[i] * d_after[n - 1 - i]
+                    for i in range(n)], axis=-1)
+    return np.moveaxis(np.reshape(out, moved_shape), last, axes)
+
+
+defvjp(prod_others, lambda g, ans, x, axis=None: prod_others_tangent(g, x, axis))
+defjvp(prod_others, lambda tangents, ans, x, axis=None:
+       prod_others_tangent(tangents[0], x, axis))
 defvjp(np.sum, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims))
 defvjp(np.mean, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g * (numel(ans.shape) / numel_or_one(x.shape)), shape=x.shape, axis=axis,
                 keepdims=keepdims), dtype_rule="float")
+# Hints for the emitters (see rules/__init__.py): the input's adjoint of a full sum or mean.
+lookup(np.sum).full_adjoint = lambda g, shape: g
+lookup(np.mean).full_adjoint = lambda g, shape: g / numel_or_one(shape)
 defvjp(np.prod, lambda g, ans, x, axis=None, keepdims=False:
        unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims) * prod_others(x, axis=axis))
 defvjp(np.max, _extremum_vjp)

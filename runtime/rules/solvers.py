@@ -24,6 +24,7 @@ from srcgrad.runtime.primitives import (
 from srcgrad.runtime.rules.decompositions import (
     eigh_values,
     eigh_vectors,
+    eye_of,
     qr_q,
     qr_r,
     slogdet_logabsdet,
@@ -167,63 +168,56 @@ defvjp_argnum(multi_dot, multi_dot_grad)
 
 
 # ---------------------------------------------------------------------------------------------
-# Forward mode (constant rank, as the vjp rules).
+# Forward mode (constant rank, as the vjp rules): plain code on primitives (helpers only for
+# sizes), so that second order differentiates the printed rule again.
 
-@helper
 def pinv_tangent(t, x, a):
     """Tangent of ``x = pinv(a)``: ``-x t x + x x^T t^T (I - a x) + (I - x a) t^T x^T x``."""
     xt = np.swapaxes(x, -1, -2)
     tt = np.swapaxes(t, -1, -2)
-    rows = np.eye(np.shape(a)[-2]) - np.matmul(a, x)
-    cols = np.eye(np.shape(a)[-1]) - np.matmul(x, a)
+    rows = eye_of(np.shape(a), -2) - np.matmul(a, x)
+    cols = eye_of(np.shape(a), -1) - np.matmul(x, a)
     return (-np.matmul(x, np.matmul(t, x)) + np.matmul(np.matmul(x, xt), np.matmul(tt, rows))
             + np.matmul(cols, np.matmul(tt, np.matmul(xt, x))))
 
 
-@helper
-def lstsq_tangent(a, b, ta, tb, rcond, part):
+def lstsq_tangent(ans, a, b, ta, tb, rcond, part):
     """Tangent of element ``part`` (0: the solution, 1: the residuals, 3: the singular
-    values) of ``np.linalg.lstsq(a, b, rcond)`` (None: a zero tangent)."""
+    values) of ``np.linalg.lstsq(a, b, rcond)`` (None: a zero tangent), ``ans`` that
+    element."""
     if part == 3:
-        return 0.0 * np.linalg.svd(a, compute_uv=False) if ta is None else svd_tangent(a, ta, 1)
+        return 0.0 * ans if ta is None else svd_tangent(a, ta, 1)
     x_plus = np.linalg.pinv(a, rcond=rcond)
     x = np.matmul(x_plus, b)
-    moved = 0.0 * b if tb is None else tb + 0.0 * b
     if part == 0:                                     # x = pinv(a) b
-        out = np.matmul(x_plus, moved)
-        return out if ta is None else out + np.matmul(pinv_tangent(ta, x_plus, a), b)
-    if ta is not None:                                # d(b) - d(a) x
+        out = 0.0 if tb is None else np.matmul(x_plus, tb)
+        if ta is not None:
+            out = out + np.matmul(pinv_tangent(ta, x_plus, a), b)
+        return out
+    moved = 0.0 if tb is None else tb                 # d(b) - d(a) x
+    if ta is not None:
         moved = moved - np.matmul(ta, x)
-    residuals = np.linalg.lstsq(a, b, rcond=rcond)[1]
-    if np.size(residuals) == 0:
-        return residuals
     r = b - np.matmul(a, x)              # a^T r = 0: a's own move adds no first-order term
-    return np.reshape(2.0 * np.sum(r * moved, axis=0), np.shape(residuals))
+    # the residuals: one per column of b, or none (rank-deficient or not tall)
+    return np.reshape(2.0 * np.sum(r * moved, axis=0), (-1,))[:np.size(ans)]
 
 
-@helper
 def matrix_power_tangent(t, a, n):
-    """Tangent of ``matrix_power(a, n)``: ``sum_k B^k dB B^(n-1-k)``, ``B = inv(a)`` and
-    ``dB = -B t B`` for negative ``n``."""
-    base = a if n >= 0 else np.linalg.inv(a)
-    step = t if n >= 0 else -np.matmul(base, np.matmul(t, base))
-    eye = np.eye(np.shape(a)[-1])
-    powers = [eye + 0.0 * base]
-    for _ in range(abs(n) - 1):
-        powers.append(np.matmul(powers[-1], base))
-    out = 0.0 * base
-    for k in range(abs(n)):
-        out = out + np.matmul(powers[k], np.matmul(step, powers[abs(n) - 1 - k]))
-    return out
+    """Tangent of ``matrix_power(a, n)``: the top right block of ``[[a, t], [0, a]] ** n``."""
+    size = np.shape(a)[-1]
+    block = np.concatenate([np.concatenate([a, t], axis=-1),
+                            np.concatenate([0.0 * a, a], axis=-1)], axis=-2)
+    return np.linalg.matrix_power(block, n)[..., :size, size:]
 
 
 defjvp(np.linalg.pinv, lambda tangents, ans, a, rcond=None, hermitian=False, rtol=None:
        pinv_tangent(tangents[0], ans, a))
 defjvp(lstsq_solution, lambda tangents, ans, a, b, rcond=None:
-       lstsq_tangent(a, b, *tangents, rcond, 0))
+       lstsq_tangent(ans, a, b, *tangents, rcond, 0))
 defjvp(lstsq_residuals, lambda tangents, ans, a, b, rcond=None:
-       lstsq_tangent(a, b, *tangents, rcond, 1))
-defjvp(lstsq_sv, lambda tangents, ans, a, b, rcond=None: lstsq_tangent(a, b, *tangents, rcond, 3))
+       lstsq_tangent(ans, a, b, *tangents, rcond, 1))
+defjvp(lstsq_sv, lambda tangents, ans, a, b, rcond=None:
+       lstsq_tangent(ans, a, b, *tangents, rcond, 3))
 defjvp(np.linalg.matrix_power, lambda tangents, ans, a, n: matrix_power_tangent(tangents[0], a, n))
 defjvp(multi_dot, multilinear=True)
 

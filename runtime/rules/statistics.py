@@ -23,9 +23,9 @@ from srcgrad.runtime.primitives import (
 from srcgrad.runtime.rules.core import along, unreduce
 from srcgrad.runtime.rules.shapes import carries_gradient
 
-__all__ = ["weighted_average", "aligned_weights", "unaligned_weights", "cov_grad",
-           "corrcoef_grad", "gradient_adjoint", "select_where", "gradient_axes",
-           "vector_gradient"]
+__all__ = ["weighted_average", "aligned_weights", "unaligned_weights", "weights_along",
+           "cov_grad", "corrcoef_grad", "cov_layout", "gradient_adjoint", "select_where",
+           "gradient_axes", "vector_gradient"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,16 +91,28 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 
 
+@primitive(nin=2)
+def weights_along(w, a, *, axis=None):
+    """:func:`aligned_weights` as a primitive, linear in ``w`` (``a``: only its shape), so
+    that average's forward rule is differentiated again."""
+    return aligned_weights(w, np.shape(a), axis)
+
+
+defvjp(weights_along, lambda g, ans, w, a, axis=None:
+       unaligned_weights(g, np.shape(w), np.shape(a), axis), None)
+defjvp(weights_along, linear=True)
+
+
 def _average_jvp(tangents, ans, a, weights, axis=None, keepdims=False):
     """``sum(w ta + (a - ans) tw) / sum(w)`` over ``axis``."""
     ta, tw = tangents
-    w = aligned_weights(weights, a.shape, axis)
+    w = weights_along(weights, a, axis=axis)
     moved = 0.0 * a
     if ta is not None:
         moved = moved + ta * w
     if tw is not None:
         mean = unreduce(ans, shape=a.shape, axis=axis, keepdims=keepdims)
-        moved = moved + aligned_weights(tw, a.shape, axis) * (a - mean)
+        moved = moved + weights_along(tw, a, axis=axis) * (a - mean)
     total = np.sum(np.broadcast_to(w, a.shape), axis=axis, keepdims=keepdims)
     return np.sum(moved, axis=axis, keepdims=keepdims) / total
 
@@ -146,30 +158,50 @@ def corrcoef_grad(g, x, rowvar=True):
     return cov_grad(gc, x, rowvar)
 
 
+# Forward rules of cov and corrcoef: plain code (the layout's shapes from a helper), so that
+# second order differentiates the printed rule again.
+
 @helper
+def cov_layout(shape, rowvar):
+    """The shapes that lay out ``np.cov``'s argument (of ``shape``) as variables by
+    observations: reshape to the first; with ``rowvar`` False, transpose that and reshape to
+    the second (NumPy transposes any argument that is not 1-D)."""
+    rows = (1, -1) if len(shape) < 2 else tuple(shape)
+    if rowvar or len(shape) < 2:
+        return rows, rows
+    return rows, (rows[1], rows[0])
+
+
+def _variables(v, layout, rowvar):
+    x = np.reshape(v, layout[0])
+    return x if rowvar else np.reshape(np.transpose(x), layout[1])
+
+
+def _centred_products(t, x, rowvar):
+    """``(T X^T + X T^T, X X^T)`` of the centred variables ``X`` of ``x`` and ``T`` of
+    ``t`` (2-D, one row per variable), and the number of observations."""
+    layout = cov_layout(np.shape(x), rowvar)
+    x, t = _variables(x, layout, rowvar), _variables(t, layout, rowvar)
+    centred = x - np.mean(x, axis=1, keepdims=True)
+    moved = t - np.mean(t, axis=1, keepdims=True)
+    cross = np.matmul(moved, np.transpose(centred))
+    return cross + np.transpose(cross), np.matmul(centred, np.transpose(centred)), \
+        np.shape(x)[1]
+
+
 def cov_tangent(t, m, rowvar=True, bias=False, ddof=None):
     """Tangent of ``np.cov(m, rowvar=rowvar, bias=bias, ddof=ddof)`` along ``t`` (of m's
     shape): ``(T X^T + X T^T) / n`` of the centred variables ``X`` and tangents ``T``."""
-    x, t = (np.reshape(v, (1, -1)) if np.ndim(m) < 2 else v for v in (m, t))
-    if not rowvar and np.shape(x)[0] != 1:
-        x, t = np.transpose(x), np.transpose(t)
     if ddof is None:
         ddof = 0 if bias else 1
-    n = np.shape(x)[1] - ddof
-    centred = x - np.mean(x, axis=1, keepdims=True)
-    moved = t - np.mean(t, axis=1, keepdims=True)
-    out = (moved @ np.transpose(centred) + centred @ np.transpose(moved)) / n
-    return out[0, 0] if np.shape(out) == (1, 1) else out
+    cross, _, count = _centred_products(t, m, rowvar)
+    return cross / (count - ddof)
 
 
-@helper
 def corrcoef_tangent(t, x, rowvar=True):
     """Tangent of ``np.corrcoef(x, rowvar=rowvar)`` (entries NumPy clips to [-1, 1] get
-    none, as in :func:`corrcoef_grad`)."""
-    c = np.cov(x, rowvar=rowvar)
-    if np.ndim(c) == 0:
-        return np.zeros_like(c)
-    dc = cov_tangent(t, x, rowvar)
+    none, as in :func:`corrcoef_grad`; one variable's is 0)."""
+    dc, c, _ = _centred_products(t, x, rowvar)     # (any scale: r does not depend on it)
     d = np.sqrt(np.diagonal(c))
     r = c / (d[:, None] * d[None, :])
     rel = np.diagonal(dc) / (2 * d * d)                  # d(d_i) / d_i
@@ -182,9 +214,9 @@ defvjp(np.cov, lambda g, ans, m, rowvar=True, bias=False, ddof=None:
 defvjp(np.corrcoef, lambda g, ans, x, rowvar=True: corrcoef_grad(g, x, rowvar), nin=1,
        dtype_rule="float")
 defjvp(np.cov, lambda tangents, ans, m, rowvar=True, bias=False, ddof=None:
-       cov_tangent(tangents[0], m, rowvar, bias, ddof))
+       np.reshape(cov_tangent(tangents[0], m, rowvar, bias, ddof), np.shape(ans)))
 defjvp(np.corrcoef, lambda tangents, ans, x, rowvar=True:
-       corrcoef_tangent(tangents[0], x, rowvar))
+       np.reshape(corrcoef_tangent(tangents[0], x, rowvar), np.shape(ans)))
 
 
 # ---------------------------------------------------------------------------------------------
