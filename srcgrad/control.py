@@ -138,11 +138,12 @@ class ControlFlow(Jumps, Iteration):
         for i, name in enumerate(outputs):
             before = self.scope.get(name)
             tuple_before = isinstance(before, Pack) and not before.is_list and \
-                not self.is_static(before)
-            made = [st for ir in blocks for st in ir.body if st.target == ir.returned(i)]
+                not self.is_static(before) or self.tuple_items(before) is not None
+            made = [(ir, st) for ir in blocks for st in ir.body if st.target == ir.returned(i)]
             if tuple_before or any(st.kind == "pack" and not st.params.get("list") and any(
                     isinstance(a, Var) and a.name not in ir.static_names for a in st.args)
-                    for ir in blocks for st in made):
+                    or st.kind == "call" and st.params.get("returns") is not None
+                    for ir, st in made):               # a helper's tuple too
                 raise self.error(f"{name!r} is a tuple {how}; srcgrad does not compile that "
                                  "yet: give its items names of their own (a, b = ...)", node)
 

@@ -280,3 +280,20 @@ def test_tuples_the_compiler_cannot_follow_are_refused(helper, message, transfor
         else:
             srcgrad.jvp(f, (x,), (x,), strict=True)
     assert "internal error" not in str(info.value)
+
+
+def _pair(a):
+    return a * 2.0, np.mean(a)
+
+
+def _tuple_from_a_branch(y):
+    if y[0] > 0:
+        p = _pair(y)
+    else:
+        p = _pair(2 * y)
+    return np.sin(p[1])
+
+
+def test_a_helpers_tuple_assigned_in_a_branch_is_refused_in_reverse_mode():
+    with pytest.raises(srcgrad.CompileError, match="tuple assigned in a branch"):
+        srcgrad.grad(_tuple_from_a_branch, strict=True)
