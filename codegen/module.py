@@ -82,7 +82,16 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
     if others:
         parts.append("# Names from the user's module, bound when the module is loaded: "
                      + printable(", ".join(others)))
-    for source in helper_sources(helpers):
+    sources = helper_sources(helpers)
+    defined = {fn.name for fn in functions} | {
+        node.name for src in sources for node in ast.parse(src).body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    clash = sorted(n for n, v in free.items() if n in defined
+                   and not isinstance(v, types.ModuleType))
+    if clash:                      # the module's own def would shadow the user's value
+        raise ValueError(f"the name {clash[0]!r} of the user's module is also a function the "
+                         "generated code defines; srcgrad cannot bind both (rename it)")
+    for source in sources:
         parts.append(backend.swap(source))
     for fn in functions:
         parts.append(_comments(ast.unparse(ast.fix_missing_locations(fn))))

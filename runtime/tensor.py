@@ -355,6 +355,8 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
                 dtype = dtypes.result_type(args, Tensor)
                 if rule == "float" and dtype.kind not in "fc":
                     dtype = dtypes.default_float()
+                elif dtype.kind == "b" and out.dtype.kind in "iu":   # sum of bools: a count
+                    dtype = np.dtype(np.int64)
         elif rule == "same":
             dtype = data[0].dtype
         elif rule == "index":

@@ -20,11 +20,13 @@ from typing import Any
 import numpy as np
 
 from srcgrad import generated, pytree
+from srcgrad.callables import refuse_shared_arguments
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
-from srcgrad.transform_wrappers import is_grad_transform
+from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
-__all__ = ["Jvp", "jvp", "carries", "one_like", "hvp_transform", "node_primitive"]
+__all__ = ["Jvp", "jvp", "carries", "one_like", "hvp_transform", "node_primitive",
+           "tangent_of_data"]
 
 BACKENDS = ("numpy", "cupy", "auto")
 
@@ -74,7 +76,7 @@ class Jvp:
         self._snapshot = Snapshot(fun._target if self._inner else fun)
         if self._inner is not None and self._count is not None:   # ahead of time, if it can
             try:
-                hvp = hvp_transform(fun.__wrapped__, tuple(range(self._count)), fun.wrt[0],
+                hvp = hvp_transform(fun._target, tuple(range(self._count)), fun.wrt[0],
                                     backend, True)
                 self.source, self.graph = hvp.source, hvp.graph
             except CompileError:
@@ -130,7 +132,8 @@ class Jvp:
             return self._hvp(primals, tangents)
         if self._snapshot.changed() is not None:      # a global or closure was rebound
             self._built.clear()
-        if all(type(p) is float or type(p) is np.ndarray for p in primals):   # the common case
+        if all(type(p) is float or type(p) is np.ndarray and p.dtype.kind in "biuf"
+               for p in primals):                                        # the common case
             wrt = tuple(i for i, p in enumerate(primals) if (type(p) is float or
                         p.dtype.kind == "f") and tangents[i] is not None)
             for i in wrt:
@@ -139,13 +142,21 @@ class Jvp:
             built = self._built.get((wrt, "[]")) or self.compiled(wrt, {})
         else:
             _check_tangents(primals, tangents)
+            for i, (p, t) in enumerate(zip(primals, tangents)):
+                if t is not None:
+                    pytree.check_differentiable(p, f"primal {i}", vjp=True)   # complex: no
             wrt = tuple(i for i, p in enumerate(primals) if carries(p) and tangents[i] is not None)
+            tangents = tuple(_data_zero(primals[i], t) if i in wrt else t
+                             for i, t in enumerate(tangents))
             built = self.compiled(wrt, {i: pytree.flatten(primals[i])[1] for i in wrt
                                         if not pytree.is_leaf(primals[i])})
         if built is None:
             return self._eager(primals, tangents, wrt)
-        args = _private(primals, built.ir) if built.ir.mutates else primals
-        return built.functions[built.name](*args, *[tangents[i] for i in wrt])
+        if built.ir.mutates:
+            refuse_shared_arguments(primals, tuple(i for i, p in enumerate(built.ir.params)
+                                                   if p in built.ir.mutates), built.ir.params)
+            primals = _private(primals, built.ir)
+        return built.functions[built.name](*primals, *[tangents[i] for i in wrt])
 
     def _defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
         """The primals with the parameters' defaults after them (as the call ``fun(*primals)``
@@ -169,7 +180,7 @@ class Jvp:
             return value, pytree.zero_like(value)
         trees = {i: pytree.flatten(primals[i])[1] for i in along
                  if not pytree.is_leaf(primals[i])}          # pytrees: the jvp knows them
-        hvp = hvp_transform(inner.__wrapped__, along, inner.wrt[0], self.backend, self.strict,
+        hvp = hvp_transform(inner._target, along, inner.wrt[0], self.backend, self.strict,
                             trees)
         tangent = hvp(*primals, *[tangents[i] for i in along])
         return tangent if self.tangent_only else (inner(*primals), tangent)
@@ -211,6 +222,24 @@ def _sequence(value: Any, what: str) -> tuple:
         raise TypeError(f"jvp {what} must be a tuple or list with one entry per argument, "
                         f"not {type(value).__name__}")
     return tuple(value)
+
+
+def tangent_of_data(value: Any) -> Any:
+    """The tangent an int, bool or other data leaf carries: zero (JAX's float0), whatever
+    the caller passed for it."""
+    if pytree.differentiable(value):
+        return pytree.zero_like(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biu":
+        return np.zeros(value.shape)
+    return 0.0 if isinstance(value, (bool, int, np.integer, np.bool_)) else value
+
+
+def _data_zero(primal: Any, tangent: Any) -> Any:
+    """``tangent`` with a zero for every leaf of ``primal`` that is not real floating point."""
+    p_leaves, tree = pytree.flatten(primal)
+    t_leaves = pytree.flatten(tangent)[0]
+    return pytree.unflatten(tree, [t if pytree.differentiable(p) else tangent_of_data(p)
+                                   for p, t in zip(p_leaves, t_leaves)])
 
 
 def _check_tangents(primals: tuple, tangents: tuple) -> None:
@@ -285,7 +314,7 @@ def node_primitive(transform: Any) -> Any:
     prim = _NODES.get(key)
     if prim is not None:
         return prim
-    g, along = transform.__wrapped__, transform.wrt[0]
+    g, along = transform._target, transform.wrt[0]
     backend = transform.backend
     prim = Primitive(fn.__name__, fn, transform._nparams)
     defvjp_argnum(prim, lambda argnum, ct, ans, *xs: _hvp_node(
@@ -308,6 +337,8 @@ def _hvp_node(fun: Callable, along: tuple[int, ...], wrt: int, backend: str) -> 
 def jvp_function(fun: Callable, count: int) -> Any:
     """The generated jvp function of ``fun`` with a tangent for each of its ``count``
     arguments (strict): what a call of ``srcgrad.jvp`` inside compiled code calls."""
+    if is_grad_transform(fun):                 # jvp(grad(g)) inside: forward over its call
+        fun = transform_function(fun)
     transform = Jvp(fun, strict=True)
     if transform._count != count:
         raise CompileError(f"jvp of {getattr(fun, '__qualname__', fun)} is given {count} "

@@ -21,7 +21,7 @@ import numpy as np
 
 from srcgrad import pytree
 from srcgrad.errors import CompileError
-from srcgrad.forward_api import Jvp, carries
+from srcgrad.forward_api import Jvp, carries, tangent_of_data
 from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
@@ -30,7 +30,7 @@ __all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
 def _basis(value: Any) -> Iterator[Any]:
     """Every unit tangent of ``value`` (a pytree): one for each element of each float leaf."""
     leaves, tree = pytree.flatten(value)
-    zeros = [pytree.zero_like(v) if pytree.differentiable(v) else v for v in leaves]
+    zeros = [tangent_of_data(v) for v in leaves]       # an int leaf's tangent: zero
     for k, leaf in enumerate(leaves):
         if not pytree.differentiable(leaf):
             continue
@@ -297,10 +297,9 @@ def hessian(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool
 
 
 def _zeros(value: Any) -> Any:
-    """A zero tangent of every float leaf of ``value`` (other leaves as they are)."""
+    """A zero tangent of every leaf of ``value`` (an int's is zero too, as JAX's float0)."""
     leaves, tree = pytree.flatten(value)
-    return pytree.unflatten(tree, [pytree.zero_like(v) if pytree.differentiable(v) else v
-                                   for v in leaves])
+    return pytree.unflatten(tree, [tangent_of_data(v) for v in leaves])
 
 
 def _with_defaults(fun: Callable, args: tuple) -> tuple:

@@ -41,8 +41,9 @@ def transform_function(transform: Any) -> Callable:
     base = "lambda" if base == "<lambda>" else base if base.isidentifier() else "function"
     name, inner = f"{base}_{transform.kind}", f"{base}_{transform.kind}_compiled"
     code = getattr(transform._target, "__code__", None)
-    where = (f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code is not None
-             else base).replace("\n", " ")
+    where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code is not None \
+        else base
+    where = "".join(c if c.isprintable() else repr(c)[1:-1] for c in where)   # one line
     text = (f"def {name}({', '.join(names)}):\n    # {where}  {transform.kind} of {base}\n"
             f"    return {inner}({', '.join(names)})\n")
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]

@@ -92,3 +92,89 @@ def _vdot_with_a_number(x):
 def test_a_rule_evaluated_on_a_constant_prints_its_array():
     assert srcgrad.grad(_vdot_with_a_number, strict=True)(2.0) == pytest.approx(0.5)
     assert srcgrad.jvp(_vdot_with_a_number, (2.0,), (1.0,), strict=True)[1] == pytest.approx(0.5)
+
+
+# --- from a review of the transforms ---------------------------------------------------------
+
+def _scaled_by_a_count(x, p):
+    return x * p["n"] * p["w"]
+
+
+def _squares_times_a_count(p):
+    return np.sum(p["a"] ** 2) * p["n"]
+
+
+def test_an_int_leaf_of_a_pytree_carries_no_tangent():
+    x = np.array([1.3, 2.2, 0.3])
+    jac = srcgrad.jacfwd(_scaled_by_a_count, strict=True)(x, {"n": 2, "w": 1.5})
+    np.testing.assert_allclose(jac, 3.0 * np.eye(3))
+    h = srcgrad.hessian(_squares_times_a_count, strict=True)({"a": x, "n": 2, "b": [1.5]})
+    np.testing.assert_allclose(h["a"]["a"], 4.0 * np.eye(3))
+    _, tangent = srcgrad.jvp(_squares_times_a_count, ({"a": x, "n": 2},),
+                             ({"a": np.ones(3), "n": 5},), strict=True)
+    assert tangent == pytest.approx(4.0 * np.sum(x))        # the 5 given for n is ignored
+
+
+def _writes_one_reads_the_other(a, b):
+    a[0] = 10.0 * b[1]
+    return a * b
+
+
+def test_jvp_refuses_shared_arguments_when_one_is_written():
+    x = np.array([1.2, 1.2, 0.7])
+    with pytest.raises(srcgrad.CompileError, match="share memory"):
+        srcgrad.jvp(_writes_one_reads_the_other, (x, x), (x, x), strict=True)
+
+
+def test_jvp_refuses_complex_arguments_as_grad_does():
+    x = np.array([1.0, 2.0], dtype=complex)
+    with pytest.raises(TypeError, match="real floating point"):
+        srcgrad.jvp(lambda z: np.sin(z) * z, (x,), (np.ones(2, complex),), strict=True)
+
+
+def _cube_sine(x):
+    return np.sin(x) * x ** 3
+
+
+def test_third_order_by_nesting_grad():
+    g3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(_cube_sine, strict=True), strict=True),
+                      strict=True)
+    x = 0.7
+    want = -np.cos(x) * x ** 3 - 9 * np.sin(x) * x ** 2 + 18 * np.cos(x) * x + 6 * np.sin(x)
+    assert g3(x) == pytest.approx(want, rel=1e-10)
+
+
+_GRAD_OF_SQUARES = srcgrad.grad(lambda x: np.sum(np.sin(x) * x ** 2), strict=True)
+_DIRECTION = np.array([0.3, -1.0, 2.0])
+
+
+def _curvature_along_v(x):
+    return srcgrad.jvp(_GRAD_OF_SQUARES, (x,), (_DIRECTION,))[1] @ _DIRECTION
+
+
+def test_grad_of_a_jvp_of_a_grad_inside_compiled_code():
+    x = np.array([1.3, 2.2, 0.3])
+    got = srcgrad.grad(_curvature_along_v, strict=True)(x)
+    d3 = -x ** 2 * np.cos(x) - 6 * x * np.sin(x) + 6 * np.cos(x)     # (sin(x) x**2)'''
+    np.testing.assert_allclose(got, d3 * _DIRECTION ** 2, rtol=1e-10)
+
+
+match_tangent = 3.0     # a user global with the name of a helper the jvp module defines
+
+
+def _reads_a_clashing_global(x):
+    return np.sum(np.sin(x) * match_tangent)
+
+
+def test_a_user_name_the_generated_code_defines_is_refused():
+    with pytest.raises(srcgrad.CompileError, match="match_tangent"):
+        srcgrad.jvp(_reads_a_clashing_global, (np.ones(2),), (np.ones(2),), strict=True)
+
+
+def test_eager_forward_mode_shares_the_tangent_of_tied_maxima():
+    from srcgrad.autograd import forward_ad as fw
+    with fw.dual_level():
+        d = fw.make_dual(srcgrad.tensor([2.0, 2.0, 0.0]), srcgrad.tensor([1.0, 1.0, 1.0]))
+        assert float(fw.unpack_dual(d.max()).tangent) == pytest.approx(1.0)
+    flags = srcgrad.tensor([True, False, True])
+    assert int(flags.sum()) == 2 and int(np.sum(flags)) == 2
