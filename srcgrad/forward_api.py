@@ -178,11 +178,25 @@ class Jvp:
         if not along:
             value = inner(*primals)
             return value, pytree.zero_like(value)
+        for i in along:
+            pytree.check_differentiable(primals[i], f"primal {i}", vjp=True)   # complex: no
+        tangents = tuple(_data_zero(primals[i], t) if i in along else t
+                         for i, t in enumerate(tangents))
         trees = {i: pytree.flatten(primals[i])[1] for i in along
                  if not pytree.is_leaf(primals[i])}          # pytrees: the jvp knows them
-        hvp = hvp_transform(inner._target, along, inner.wrt[0], self.backend, self.strict,
-                            trees)
-        tangent = hvp(*primals, *[tangents[i] for i in along])
+        given = [tangents[i] for i in along]
+        where = inner.wrt[0]
+        if where in along and not self.tangent_only:
+            # one reverse pass gives both: the directional derivative <grad g, t> is linear
+            # in t, so its gradient with respect to t is grad g itself
+            both = hvp_transform(inner._target, along, (where, len(primals) + along.index(
+                where)), self.backend, self.strict, trees)
+            tangent, value = both(*primals, *given)
+            if pytree.is_leaf(primals[where]):
+                value = pytree.same_kind(value, primals[where])
+            return value, tangent
+        hvp = hvp_transform(inner._target, along, where, self.backend, self.strict, trees)
+        tangent = hvp(*primals, *given)
         return tangent if self.tangent_only else (inner(*primals), tangent)
 
     def _eager(self, primals: tuple, tangents: tuple, wrt: tuple) -> Any:
