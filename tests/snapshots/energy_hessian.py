@@ -118,8 +118,52 @@ def energy_tangent_grad(x, x_dot):
 
 def energy_hessian(x):
     """The Hessian with respect to x: the gradient of the derivative along each unit
-    tangent of x (one column each)."""
+    tangent of x (one column each); what does not depend on the tangent is computed once."""
+    x_pow = x ** 3
+    x_at = x[:-1]
+    x_at_1 = x[1:]
+    x_at_times_x_at_1 = x_at * x_at_1
+    cos_1 = np.cos(x_at_times_x_at_1)
+    energy = np.sum(x ** 4) / 4.0 - np.sum(np.sin(x_at_times_x_at_1))
     n = np.size(x)
     units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
-    columns = [energy_tangent_grad(x, unit) for unit in units]
+    columns = []
+    for unit in units:
+        x_dot = unit
+        x_dot_times_4 = x_dot * 4
+        x_pow_dot = x_dot_times_4 * x_pow
+        sum_x_pow_dot = np.sum(x_pow_dot)
+        sum_x_pow_over_4_0_dot = sum_x_pow_dot / 4.0
+        x_at_dot = x_dot[:-1]
+        x_at_1_dot = x_dot[1:]
+        x_at_dot_times_x_at_1 = x_at_dot * x_at_1
+        x_at_1_dot_times_x_at = x_at_1_dot * x_at
+        x_at_times_x_at_1_dot = x_at_dot_times_x_at_1 + x_at_1_dot_times_x_at
+        sin_1_dot = x_at_times_x_at_1_dot * cos_1
+        sum_sin_1_dot = np.sum(sin_1_dot)
+        neg = -sum_sin_1_dot
+        energy_dot = sum_x_pow_over_4_0_dot + neg
+        energy_tangent = match_tangent(energy_dot, energy)
+        check_scalar(energy_tangent)
+        d_energy_dot = unbroadcast(1.0, shape=np.shape(energy_dot))
+        d_sum_x_pow_over_4_0_dot = unbroadcast(d_energy_dot, np.shape(sum_x_pow_over_4_0_dot))
+        d_neg = unbroadcast(d_energy_dot, np.shape(neg))
+        d_sum_sin_1_dot = -d_neg
+        d_sin_1_dot = np.full(np.shape(sin_1_dot), d_sum_sin_1_dot)
+        d_x_at_times_x_at_1_dot = unbroadcast(d_sin_1_dot * cos_1, np.shape(x_at_times_x_at_1_dot))
+        d_cos_1 = unbroadcast(d_sin_1_dot * x_at_times_x_at_1_dot, np.shape(cos_1))
+        d_x_at_times_x_at_1 = -d_cos_1 * np.sin(x_at_times_x_at_1)
+        d_x_at_dot_times_x_at_1 = unbroadcast(d_x_at_times_x_at_1_dot, np.shape(x_at_dot_times_x_at_1))
+        d_x_at_1_dot_times_x_at = unbroadcast(d_x_at_times_x_at_1_dot, np.shape(x_at_1_dot_times_x_at))
+        d_x_at = unbroadcast(d_x_at_1_dot_times_x_at * x_at_1_dot, np.shape(x_at))
+        d_x_at_1 = unbroadcast(d_x_at_dot_times_x_at_1 * x_at_dot, np.shape(x_at_1))
+        d_x_at = d_x_at + unbroadcast(d_x_at_times_x_at_1 * x_at_1, np.shape(x_at))
+        d_x_at_1 = d_x_at_1 + unbroadcast(d_x_at_times_x_at_1 * x_at, np.shape(x_at_1))
+        d_x = unindex(d_x_at_1, index=np.s_[1:], shape=np.shape(x))
+        d_x = scatter_add(d_x, np.s_[:-1], d_x_at)
+        d_sum_x_pow_dot = d_sum_x_pow_over_4_0_dot / 4.0
+        d_x_pow_dot = np.full(np.shape(x_pow_dot), d_sum_x_pow_dot)
+        d_x_pow = unbroadcast(d_x_pow_dot * x_dot_times_4, np.shape(x_pow))
+        d_x += d_x_pow * 3 * x ** 2
+        columns.append(match_input(d_x, x))
     return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
