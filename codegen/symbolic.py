@@ -18,6 +18,7 @@ import numpy as np
 
 from srcgrad.codegen.backend import Backend, as_backend
 from srcgrad.ir import Const, Var, const_expr, value_expr
+from srcgrad.runtime import primitives
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
            "helper_sources", "numpy_path", "is_generated"]
@@ -346,6 +347,9 @@ def helper_sources(helpers: dict[str, Any]) -> list[str]:
                 src = getattr(dep, "helper_source", None) or (getattr(dep, "fn", None)
                                                               if hasattr(dep, "vjps") else dep)
                 module = getattr(src, "__module__", None) or ""
+                if isinstance(src, type) and is_generated(src):    # a generated module's
+                    src = getattr(primitives, src.__name__, src)   # copy of a runtime class
+                    module = getattr(src, "__module__", None) or ""
                 if callable(src) and (module.startswith("srcgrad.") or is_generated(src)):
                     todo.append((node.id, src))
     return [done[k] for k in sorted(done)]

@@ -178,3 +178,24 @@ def test_eager_forward_mode_shares_the_tangent_of_tied_maxima():
         assert float(fw.unpack_dual(d.max()).tangent) == pytest.approx(1.0)
     flags = srcgrad.tensor([True, False, True])
     assert int(flags.sum()) == 2 and int(np.sum(flags)) == 2
+
+
+def _zero_to_the(y):
+    return np.power(0.0, y)
+
+
+def test_the_second_derivative_of_zero_to_a_power_is_zero_not_nan():
+    assert srcgrad.hessian(_zero_to_the, strict=True)(0.0995) == 0.0
+    assert srcgrad.jvp(srcgrad.grad(_zero_to_the, strict=True), (0.0995,), (1.0,),
+                       strict=True)[1] == 0.0
+
+
+_GRAD_OF_REAL = srcgrad.grad(lambda x: np.real(x), strict=True)
+
+
+def _through_a_rule_that_refuses_complex(a):
+    return np.vdot(_GRAD_OF_REAL(a), 1.0)
+
+
+def test_a_generated_module_that_defines_notcompiled_can_be_embedded():
+    assert srcgrad.grad(_through_a_rule_that_refuses_complex, strict=True)(-0.4) == 0.0

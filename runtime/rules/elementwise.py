@@ -83,7 +83,8 @@ defvjp(np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * x / (y *
        dtype_rule="float")
 defvjp(np.power,
        lambda g, ans, x, y: np.where(y == 0, 0, g * y * x ** np.where(y == 0, 1, y - 1)),
-       lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(x)))
+       lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(np.where(
+           (x == 0) & (y >= 0), 1, x))))     # log of 1 where unselected: finite derivatives
 
 
 @primitive(elementwise=True)
@@ -163,7 +164,8 @@ def _power_jvp(tangents, ans, x, y):
     if tx is not None:
         out = out + tx * np.where(y == 0, 0, y * x ** np.where(y == 0, 1, y - 1))
     if ty is not None:
-        out = out + ty * np.where(np.logical_and(x == 0, y >= 0), 0, ans * np.log(x))
+        zero = np.logical_and(x == 0, y >= 0)
+        out = out + ty * np.where(zero, 0, ans * np.log(np.where(zero, 1, x)))
     return out
 
 
