@@ -20,7 +20,7 @@ from typing import Any
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT
-from srcgrad.codegen.symbolic import helper_sources
+from srcgrad.codegen.symbolic import helper_sources, is_generated
 
 __all__ = ["render", "load"]
 
@@ -77,16 +77,17 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
     for name, value in sorted(free.items()):
         if isinstance(value, types.ModuleType) and _import_line(name, value) is not None:
             parts.append(_import_line(name, value))
-    others = sorted(n for n, v in free.items() if not isinstance(v, types.ModuleType)
-                    or _import_line(n, v) is None)
-    if others:
-        parts.append("# Names from the user's module, bound when the module is loaded: "
-                     + printable(", ".join(others)))
     sources = helper_sources(helpers)
     defined = {fn.name for fn in functions} | {
         node.name for src in sources for node in ast.parse(src).body
         if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-    clash = sorted(n for n, v in free.items() if n in defined
+    embedded = {n for n, v in free.items() if n in defined and is_generated(v)}  # by source
+    others = sorted(n for n, v in free.items() if (not isinstance(v, types.ModuleType)
+                    or _import_line(n, v) is None) and n not in embedded)
+    if others:
+        parts.append("# Names from the user's module, bound when the module is loaded: "
+                     + printable(", ".join(others)))
+    clash = sorted(n for n, v in free.items() if n in defined and n not in embedded
                    and not isinstance(v, types.ModuleType))
     if clash:                      # the module's own def would shadow the user's value
         raise ValueError(f"the name {clash[0]!r} of the user's module is also a function the "

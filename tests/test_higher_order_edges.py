@@ -199,3 +199,23 @@ def _through_a_rule_that_refuses_complex(a):
 
 def test_a_generated_module_that_defines_notcompiled_can_be_embedded():
     assert srcgrad.grad(_through_a_rule_that_refuses_complex, strict=True)(-0.4) == 0.0
+
+
+def _inner_product(a, b):
+    return a * b
+
+
+def _calls_a_helper(a, b):
+    return _inner_product(a, b)
+
+
+_GRAD_CALLING_A_HELPER = srcgrad.grad(_calls_a_helper, strict=True)
+
+
+def _sum_of_that_gradient(a, b):
+    return np.vdot(_GRAD_CALLING_A_HELPER(a, b), 1.0)
+
+
+def test_a_helpers_generated_jvp_embedded_twice_is_one_function():
+    assert srcgrad.grad(_sum_of_that_gradient, strict=True)(0.7, 1.3) == 0.0
+    assert srcgrad.grad(_sum_of_that_gradient, wrt=1, strict=True)(0.7, 1.3) == 1.0
