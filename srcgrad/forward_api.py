@@ -23,6 +23,7 @@ from srcgrad import generated, pytree
 from srcgrad.callables import refuse_shared_arguments
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
+from srcgrad.frontend import Flat
 from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jvp", "jvp", "carries", "one_like", "hvp_transform", "node_primitive",
@@ -73,6 +74,13 @@ class Jvp:
         self._built: dict[Any, Any] = {}
         self._inner = fun if is_grad_transform(fun) else None    # jvp of grad: an hvp
         self._count = _plain_count(fun._target if self._inner else fun)
+        self._flat: Any = None                   # *args, keyword-only: one value a parameter
+        if self._count is None and self._inner is None and callable(fun):
+            try:
+                self._flat = Flat(fun)
+                self._count = len(self._flat.__signature__.parameters)
+            except (TypeError, ValueError):
+                self._flat = None
         self._snapshot = Snapshot(fun._target if self._inner else fun)
         if self._inner is not None and self._count is not None:   # ahead of time, if it can
             try:
@@ -102,7 +110,7 @@ class Jvp:
                 raise CompileError(f"{getattr(self.fun, '__qualname__', self.fun)} has *args, "
                                    "keyword-only or ** parameters: jvp compiles functions of "
                                    "positional parameters (wrap it in a lambda)")
-            built = build_jvp(self.fun, wrt, _backend(self.backend), trees,
+            built = build_jvp(self._flat or self.fun, wrt, _backend(self.backend), trees,
                               tangent_only=self.tangent_only)
         except CompileError as exc:
             if quiet:
@@ -126,7 +134,9 @@ class Jvp:
         if len(primals) != len(tangents):
             raise TypeError(f"jvp called with different primal and tangent lengths: "
                             f"{len(primals)} and {len(tangents)}")
-        if self._count is not None and len(primals) < self._count:   # defaults: constants
+        if self._flat is not None:               # *args as one tuple, keyword-only defaults
+            primals, tangents = self._flattened(primals, tangents)
+        elif self._count is not None and len(primals) < self._count:   # defaults: constants
             primals, tangents = self._defaults(primals, tangents)
         if self._inner is not None:
             return self._hvp(primals, tangents)
@@ -157,6 +167,28 @@ class Jvp:
                                                    if p in built.ir.mutates), built.ir.params)
             primals = _private(primals, built.ir)
         return built.functions[built.name](*primals, *[tangents[i] for i in wrt])
+
+    def _flattened(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+        """One value a parameter, as the compiled function takes them (:class:`Flat`): the
+        ``*args`` primals (and tangents) as one tuple, keyword-only parameters at their
+        defaults (no tangent), ``**kwargs`` left out."""
+        signature = inspect.signature(self.fun)
+        try:
+            values = signature.bind(*primals)
+            along = signature.bind_partial(*tangents)
+        except TypeError as exc:
+            raise TypeError(f"jvp of {getattr(self.fun, '__qualname__', self.fun)}: {exc}") \
+                from None
+        values.apply_defaults()
+        out_p, out_t = [], []
+        for name, param in signature.parameters.items():
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                continue
+            out_p.append(values.arguments.get(name, param.default))
+            t = along.arguments.get(name)
+            out_t.append(tuple(t) if param.kind is inspect.Parameter.VAR_POSITIONAL and
+                         t is not None else t)
+        return tuple(out_p), tuple(out_t)
 
     def _defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
         """The primals with the parameters' defaults after them (as the call ``fun(*primals)``

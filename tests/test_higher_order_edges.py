@@ -219,3 +219,21 @@ def _sum_of_that_gradient(a, b):
 def test_a_helpers_generated_jvp_embedded_twice_is_one_function():
     assert srcgrad.grad(_sum_of_that_gradient, strict=True)(0.7, 1.3) == 0.0
     assert srcgrad.grad(_sum_of_that_gradient, wrt=1, strict=True)(0.7, 1.3) == 1.0
+
+
+def _star_args(*args):
+    return np.sum(np.sin(args[0]) * args[1])
+
+
+def _star_and_keyword(a, *rest, scale=2.0):
+    return a * scale + sum(rest)
+
+
+def test_jvp_and_jacobians_of_functions_with_star_args():
+    x, y = np.array([0.1, 0.2]), np.array([1.0, 2.0])
+    _, tangent = srcgrad.jvp(_star_args, (x, y), (np.ones(2), np.zeros(2)), strict=True)
+    assert tangent == pytest.approx(np.sum(np.cos(x) * y))
+    _, tangent = srcgrad.jvp(_star_and_keyword, (x, y, y), (np.ones(2), np.ones(2),
+                                                             np.zeros(2)), strict=True)
+    np.testing.assert_allclose(tangent, [3.0, 3.0])
+    np.testing.assert_allclose(srcgrad.jacfwd(_star_args, strict=True)(x, y), np.cos(x) * y)
