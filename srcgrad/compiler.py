@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import linecache
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,21 +16,19 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from srcgrad import generated
+from srcgrad.build_parts import ModuleParts, args_of, guarded, where
 from srcgrad.codegen import support
 from srcgrad.codegen.backend import CUPY, MATH, NUMPY, Backend, as_backend
 from srcgrad.codegen.control import accumulators
 from srcgrad.codegen.lists import finish as finish_lists
-from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.primal import comment
 from srcgrad.codegen.reverse import Emitter
 from srcgrad.codegen.symbolic import SymbolicError, assign
 from srcgrad.codegen.symbolic import name_expr as _name
-from srcgrad.errors import CompileError, Location, MissingBackend
+from srcgrad.errors import CompileError, Location
 from srcgrad.floats import only_floats
-from srcgrad.freshness import RESOLVED
-from srcgrad.frontend import Env, parse_function, with_recursion_room
+from srcgrad.frontend import Env, parse_function
 from srcgrad.graph import Analysis, BlockUse, analyse, build_graph
 from srcgrad.ir import Function, Var, fresh_name
 from srcgrad.lower import lower
@@ -68,7 +65,6 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None,
     return lower(src, Env(fun), set(RESERVED), trees, wrt)
 
 
-@with_recursion_room
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
           trees: dict[int, Any] | None = None, scalar: bool = False,
           facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Built:
@@ -79,46 +75,8 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str 
 
     Raises CompileError only: any other exception inside the compiler is a bug of the
     compiler, reported as an internal error at the construct being compiled."""
-    token = RESOLVED.set([])
-    try:
-        built = _build(fun, kind, wrt, single, backend, trees, scalar, facts, guard)
-        built.resolved = RESOLVED.get()
-        return built
-    except (CompileError, MemoryError):
-        raise
-    except RecursionError:
-        raise CompileError("the function is nested too deeply for the compiler (Python's "
-                           "recursion limit was reached)", _failed_at(fun, None)) from None
-    except Exception as exc:
-        raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
-                           "please report it", _failed_at(fun, exc.__traceback__)) from exc
-    finally:
-        RESOLVED.reset(token)
-
-
-def _failed_at(fun: Any, tb: Any) -> Location | None:
-    """Where the compiler was when it failed: the statement being lowered or emitted (the
-    innermost frame that knows one), else the function's first line."""
-    from srcgrad.ir import Stmt
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        owner = frame.f_locals.get("self")
-        src = getattr(owner, "src", None)
-        if src is not None and hasattr(src, "filename") and getattr(owner, "line", 0):
-            return Location(src.filename, owner.line, 0, 0, src.line(owner.line), src.name)
-        st, fn = frame.f_locals.get("st"), getattr(owner, "fn", None)
-        if isinstance(st, Stmt) and st.line and isinstance(fn, Function):
-            line = linecache.getline(fn.filename, st.line)
-            return Location(fn.filename, st.line, 0, 0, line, fn.name)
-    code = getattr(fun, "__code__", None)
-    if code is None:
-        return None
-    line = linecache.getline(code.co_filename, code.co_firstlineno)
-    return Location(code.co_filename, code.co_firstlineno, 0, 0, line,
-                    getattr(fun, "__name__", "?"))
+    return guarded(fun, lambda: _build(fun, kind, wrt, single, backend, trees, scalar,
+                                       facts, guard))
 
 
 def _build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str,
@@ -151,80 +109,29 @@ def build_from_ir(ir: Function, graph: nx.DiGraph, kind: str, wrt: tuple[int, ..
     except SymbolicError as exc:
         raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
             from None
-    title = (f"{kind} of {ir.name} ({_where(ir)}) with respect to "
+    title = (f"{kind} of {ir.name} ({where(ir)}) with respect to "
              f"{', '.join(wrt_names)}")
     if scalar:
         module.free.setdefault("math", __import__("math"))
         title += " (specialised for Python floats)"
-    module.free, copies = generated.split_free(module.free, module.functions,
-                                               module.embedded_free)
-    module.helpers.update(copies)
-    try:
-        text = render(module.functions, module.helpers, module.temps, title, module.free,
-                      module.backend)
-    except ValueError as exc:             # two embedded functions of one name
-        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
-            from None
-    try:
-        functions = load(text, f"{kind} {ir.name}", module.free, backend)
-        generated.register(functions, module.helpers, module.free)
-    except ImportError as exc:             # backend="cupy" without CuPy: the source stands
-        functions = {main: _missing_backend(backend, exc)}
+    text, functions = module.finish(ir, title, f"{kind} {ir.name}", module.backend, main)
     return Built(text, graph, functions, main, ir, module.free)
 
 
-def _missing_backend(backend: str, exc: Exception) -> Any:
-    def unavailable(*args: Any) -> Any:
-        raise MissingBackend(f"backend={backend!r} needs its array library: {exc} "
-                           "(pip install srcgrad[cuda])")
-    return unavailable
-
-
-def _where(ir: Function) -> str:
-    """``file:line`` of the function; for a module srcgrad generated (a transform of a
-    transform), the user's line it came from."""
-    from srcgrad.codegen.primal import located, short_filename
-    if not ir.filename.startswith("<srcgrad "):
-        return f"{short_filename(ir.filename)}:{ir.firstline}"
-    return f"generated from {located(ir.filename, ir.firstline + 1, '')[1].split('  ')[0]}"
-
-
-class _ModuleBuilder:
+class _ModuleBuilder(ModuleParts):
     """Collects the functions, helpers and free names of one generated module."""
 
     def __init__(self, ir: Function, backend: Backend | str, facts: dict | None = None
                  ) -> None:
+        super().__init__(ir)
         self.backend = as_backend(backend)
         self.facts = facts
         self.reaches: dict[Function, frozenset[str]] = {}   # the analysis' cache
         self.guard: dict | None = None
-        self.functions: list[ast.FunctionDef] = []
-        self.helpers: dict[str, Any] = {}
-        self.temps: set[str] = set()
-        self.free: dict[str, Any] = dict(ir.free)
         self.vjp_names: dict[Any, str] = {}
-        self.in_progress: list[Any] = []
-        self.taken = set(ir.used)
-        self.embedded: dict[Any, str] = {}
-        self.embedded_free: set[str] = set()
 
     def fresh_global(self, base: str) -> str:
         return fresh_name(base, self.taken)
-
-    def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
-        """The module's name for another transform's generated function it calls (a name
-        no variable of ``ir`` and no function of the module has)."""
-        name = self.embedded.get(fn)
-        if name is None:
-            name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
-            ir.used.add(name)
-            self.taken.add(name)
-            for key, value in generated.free_of(fn).items():     # what its code reads
-                self.embedded_free.add(key)
-                if self.free.setdefault(key, value) is not value:
-                    raise CompileError(f"two functions read different values named {key}; "
-                                       "srcgrad cannot put both in one generated module")
-        return name
 
     def vjp_name(self, callee: Any, label: str | None = None,
                  inactive: frozenset[int] = frozenset(), use: BlockUse | None = None) -> str:
@@ -281,7 +188,7 @@ class _ModuleBuilder:
                                for p in ir.params], ast.Load())     # None: nobody asks
             backward = ast.FunctionDef(
                 name=ir.fresh(f"{ir.name}_backward" if ir.name != "<lambda>" else "backward"),
-                args=_args([seed]), body=back + [ast.Return(grads)], decorator_list=[],
+                args=args_of([seed]), body=back + [ast.Return(grads)], decorator_list=[],
                 returns=None, type_params=[], lineno=0)
             body += [backward, ast.Return(ast.Tuple([result, _name(backward.name)],
                                                     ast.Load()))]
@@ -297,7 +204,7 @@ class _ModuleBuilder:
             body.append(ast.Return(value))
         fname = name or self.fresh_global(f"{ir.name}_{kind}" if ir.name != "<lambda>"
                                           else f"lambda_{kind}")
-        fn = ast.FunctionDef(name=fname, args=_args(ir.params), body=body, decorator_list=[],
+        fn = ast.FunctionDef(name=fname, args=args_of(ir.params), body=body, decorator_list=[],
                              returns=None, type_params=[], lineno=0)
         finish_lists(em, fn)
         if kind != "vjp":
@@ -338,10 +245,6 @@ def _guard(facts: dict, params: list[str]) -> ast.stmt:
     guard.body.insert(0, comment("specialised for the shapes of a first call; others go on"))
     return guard
 
-
-def _args(names: list[str]) -> ast.arguments:
-    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
-                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
 
 def check_scalar(value):

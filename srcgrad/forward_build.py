@@ -12,23 +12,19 @@ import ast
 import copy
 from typing import Any
 
-from srcgrad import generated
+from srcgrad.build_parts import ModuleParts, args_of, guarded, where
 from srcgrad.codegen.forward import Forward
 from srcgrad.codegen.lists import finish as finish_lists
-from srcgrad.codegen.module import load, render
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.symbolic import SymbolicError
-from srcgrad.compiler import Built, _failed_at, _missing_backend, _where, lower_function
+from srcgrad.compiler import Built, lower_function
 from srcgrad.errors import CompileError, Location
-from srcgrad.freshness import RESOLVED
-from srcgrad.frontend import with_recursion_room
 from srcgrad.graph import build_graph
 from srcgrad.ir import Function, fresh_name
 
 __all__ = ["build_jvp"]
 
 
-@with_recursion_room
 def build_jvp(fun: Any, wrt: tuple[int, ...], backend: str = "numpy",
               trees: dict[int, Any] | None = None, tangent_only: bool = False) -> Built:
     """Compile the jvp of ``fun`` with respect to the arguments at ``wrt``; ``tangent_only``:
@@ -37,21 +33,7 @@ def build_jvp(fun: Any, wrt: tuple[int, ...], backend: str = "numpy",
 
     Raises CompileError only: any other exception is a bug of the compiler, reported as an
     internal error at the construct being compiled."""
-    token = RESOLVED.set([])
-    try:
-        built = _build(fun, wrt, backend, trees, tangent_only)
-        built.resolved = RESOLVED.get()
-        return built
-    except (CompileError, MemoryError):
-        raise
-    except RecursionError:
-        raise CompileError("the function is nested too deeply for the compiler (Python's "
-                           "recursion limit was reached)", _failed_at(fun, None)) from None
-    except Exception as exc:
-        raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
-                           "please report it", _failed_at(fun, exc.__traceback__)) from exc
-    finally:
-        RESOLVED.reset(token)
+    return guarded(fun, lambda: _build(fun, wrt, backend, trees, tangent_only))
 
 
 def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] | None,
@@ -66,53 +48,19 @@ def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] |
         raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
             from None
     what = "directional derivative" if tangent_only else "jvp"
-    title = f"{what} of {ir.name} ({_where(ir)}) with respect to {', '.join(wrt_names)}"
-    module.free, copies = generated.split_free(module.free, module.functions,
-                                               module.embedded_free)
-    module.helpers.update(copies)
-    try:
-        text = render(module.functions, module.helpers, module.temps, title, module.free,
-                      backend)
-    except ValueError as exc:             # two embedded functions of one name
-        raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "", ir.name)) \
-            from None
-    try:
-        functions = load(text, f"jvp {ir.name}", module.free, backend)
-        generated.register(functions, module.helpers, module.free)
-    except ImportError as exc:
-        functions = {main: _missing_backend(backend, exc)}
+    title = f"{what} of {ir.name} ({where(ir)}) with respect to {', '.join(wrt_names)}"
+    text, functions = module.finish(ir, title, f"jvp {ir.name}", backend, main)
     return Built(text, graph, functions, main, ir, module.free)
 
 
-class _ForwardModule:
+class _ForwardModule(ModuleParts):
     """Collects the jvp functions, helpers and free names of one generated module."""
 
     def __init__(self, ir: Function, namespace: str, tangent_only: bool = False) -> None:
+        super().__init__(ir)
         self.namespace, self.tangent_only = namespace, tangent_only
-        self.functions: list[ast.FunctionDef] = []
-        self.helpers: dict[str, Any] = {}
-        self.temps: set[str] = set()
-        self.free: dict[str, Any] = dict(ir.free)
         self.names: dict[Any, str] = {}
         self.flat: dict[str, int] = {}       # a callee's jvp returning a flat tuple: its items
-        self.in_progress: list[Any] = []
-        self.taken = set(ir.used)
-        self.embedded: dict[Any, str] = {}
-        self.embedded_free: set[str] = set()
-
-    def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
-        """The module's name for another transform's generated function it calls."""
-        name = self.embedded.get(fn)
-        if name is None:
-            name = self.embedded[fn] = fresh_name(base, self.taken | ir.used)
-            ir.used.add(name)
-            self.taken.add(name)
-            for key, value in generated.free_of(fn).items():     # what its code reads
-                self.embedded_free.add(key)
-                if self.free.setdefault(key, value) is not value:
-                    raise CompileError(f"two functions read different values named {key}; "
-                                       "srcgrad cannot put both in one generated module")
-        return name
 
     def jvp_name(self, callee: Any, positions: frozenset, label: str | None) -> str:
         """The name of the jvp of ``callee`` (a user function, or a block) whose parameters
@@ -158,7 +106,7 @@ class _ForwardModule:
         base = ir.name if ir.name != "<lambda>" else "lambda"
         fname = name or fresh_name(f"{base}_{'tangent' if self.tangent_only else 'jvp'}",
                                    self.taken)
-        fn = ast.FunctionDef(name=fname, args=_args(list(ir.params) + em.tangent_params),
+        fn = ast.FunctionDef(name=fname, args=args_of(list(ir.params) + em.tangent_params),
                              body=body, decorator_list=[], returns=None, type_params=[],
                              lineno=0)
         finish_lists(em, fn)
@@ -173,7 +121,3 @@ class _ForwardModule:
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
 
-
-def _args(names: list[str]) -> ast.arguments:
-    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
-                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +25,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from srcgrad.build_parts import guarded
 from srcgrad.errors import CompileError
-from srcgrad.freshness import RESOLVED
-from srcgrad.frontend import with_recursion_room
 from srcgrad.ir import Const, Function, Stmt, Var
 
 __all__ = ["Lowered", "Specialising", "build", "copy_ir", "shape_facts",
@@ -112,7 +110,7 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
         kept = Lowered(copy_ir(ir), graph, wrt)
         return compiler.build_from_ir(ir, graph, kind, wrt, single, backend,
                                       reaches=reaches), kept
-    return _guarded(fun, lowered_and_emitted)
+    return guarded(fun, lowered_and_emitted)
 
 
 def specialise(lowered: Lowered, fun: Any, kind: str, single: bool, backend: str = "numpy",
@@ -129,40 +127,7 @@ def specialise(lowered: Lowered, fun: Any, kind: str, single: bool, backend: str
             compiler.only_floats(ir)          # a check: the graph does not change
         return compiler.build_from_ir(ir, lowered.graph, kind, lowered.wrt, single, backend,
                                       scalar, facts, guard)
-    return _guarded(fun, emitted)
-
-
-@with_recursion_room
-def _guarded(fun: Any, work: Callable[[], Any]) -> Any:
-    """``work()`` as ``compiler.build`` runs its pipeline: the attributes bound meanwhile
-    recorded on the result, and any error but a CompileError reported as an internal one.
-
-    Python's cyclic garbage collector is paused meanwhile: a build makes many objects that
-    live on (trees, the IR, the module), and the collections it triggered grew faster than
-    the build (benchmarks/build_time.py, CPU time, grad() and the first call of the chain:
-    1.39 s with them and 1.30 s without at 1,000 statements, 3.24 s and 2.36 s at 2,000).
-    What the build leaves as garbage is collected after it, as any garbage is."""
-    from srcgrad.compiler import _failed_at
-    token = RESOLVED.set([])
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        out = work()
-        built = out[0] if isinstance(out, tuple) else out
-        built.resolved = RESOLVED.get()
-        return out
-    except (CompileError, MemoryError):
-        raise
-    except RecursionError:
-        raise CompileError("the function is nested too deeply for the compiler (Python's "
-                           "recursion limit was reached)", _failed_at(fun, None)) from None
-    except Exception as exc:
-        raise CompileError(f"internal error of the compiler ({type(exc).__name__}: {exc}); "
-                           "please report it", _failed_at(fun, exc.__traceback__)) from exc
-    finally:
-        if collecting:
-            gc.enable()
-        RESOLVED.reset(token)
+    return guarded(fun, emitted)
 
 
 def shape_facts(values: dict[str, Any]) -> dict[str, tuple]:
