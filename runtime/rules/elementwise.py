@@ -81,10 +81,12 @@ defvjp(np.subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g)
 defvjp(np.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
 defvjp(np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * x / (y * y),
        dtype_rule="float")
+# Masks are combined with np.logical_*, not & and |: the forward rules derived from these
+# (diagonal Jacobians) are differentiated again, and & | ~ have no derivative rule.
 defvjp(np.power,
        lambda g, ans, x, y: np.where(y == 0, 0, g * y * x ** np.where(y == 0, 1, y - 1)),
-       lambda g, ans, x, y: g * np.where((x == 0) & (y >= 0), 0, ans * np.log(np.where(
-           (x == 0) & (y >= 0), 1, x))))     # log of 1 where unselected: finite derivatives
+       lambda g, ans, x, y: g * np.where(np.logical_and(x == 0, y >= 0), 0, ans * np.log(
+           np.where(np.logical_and(x == 0, y >= 0), 1, x))))   # log 1 where not selected
 
 
 @primitive(elementwise=True)
@@ -106,12 +108,21 @@ defvjp(np.maximum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x > y, 
 defvjp(np.minimum, lambda g, ans, x, y: np.where(x == y, g / 2, np.where(x < y, g, 0)),
        lambda g, ans, x, y: np.where(x == y, g / 2, np.where(y < x, g, 0)))
 # fmax/fmin pick the number over a NaN; ties split the gradient as maximum/minimum do.
-defvjp(np.fmax, lambda g, ans, x, y: np.where(x == y, g / 2, np.where((x > y) | np.isnan(y), g, 0)),
-       lambda g, ans, x, y: np.where(
-           x == y, g / 2, np.where((y > x) | (np.isnan(x) & ~np.isnan(y)), g, 0)))
-defvjp(np.fmin, lambda g, ans, x, y: np.where(x == y, g / 2, np.where((x < y) | np.isnan(y), g, 0)),
-       lambda g, ans, x, y: np.where(
-           x == y, g / 2, np.where((y < x) | (np.isnan(x) & ~np.isnan(y)), g, 0)))
+def _picked_first(x, y, first):
+    """Where fmax/fmin picks ``x``: ``first(x, y)``, or ``y`` is NaN."""
+    return np.logical_or(first(x, y), np.isnan(y))
+
+
+def _picked_second(x, y, first):
+    """Where fmax/fmin picks ``y``: ``first(y, x)``, or only ``x`` is NaN."""
+    return np.logical_or(first(y, x), np.logical_and(np.isnan(x), np.logical_not(np.isnan(y))))
+
+
+for _f, _first in ((np.fmax, np.greater), (np.fmin, np.less)):
+    defvjp(_f, lambda g, ans, x, y, _first=_first: np.where(
+               x == y, g / 2, np.where(_picked_first(x, y, _first), g, 0)),
+           lambda g, ans, x, y, _first=_first: np.where(
+               x == y, g / 2, np.where(_picked_second(x, y, _first), g, 0)))
 defvjp(np.arctan2, lambda g, ans, y, x: g * x / (x * x + y * y),
        lambda g, ans, y, x: -g * y / (x * x + y * y), dtype_rule="float")
 defvjp(np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans,
@@ -153,36 +164,6 @@ defjvp(np.where, linear=True)
 # Forward rules of their own where the vjp rules combine masks with ``|``/``&``, which the
 # compiler does not differentiate again (second order differentiates a jvp's source):
 # ``np.logical_or``/``np.logical_and`` say the same.
-def _zero(t):
-    return 0.0 if t is None else t
-
-
-def _power_jvp(tangents, ans, x, y):
-    """``tx y x^(y-1) + ty x^y log(x)``, guarded where the vjp rules guard it."""
-    tx, ty = tangents
-    out = 0.0
-    if tx is not None:
-        out = out + tx * np.where(y == 0, 0, y * x ** np.where(y == 0, 1, y - 1))
-    if ty is not None:
-        zero = np.logical_and(x == 0, y >= 0)
-        out = out + ty * np.where(zero, 0, ans * np.log(np.where(zero, 1, x)))
-    return out
-
-
-def _pick_jvp(first):
-    """fmax/fmin: the tangent of the number picked (``first(x, y)``: x wins, or y is NaN),
-    the mean of both at ties, as the vjp rules split the gradient."""
-    def rule(tangents, ans, x, y):
-        tx, ty = _zero(tangents[0]), _zero(tangents[1])
-        return np.where(x == y, (tx + ty) / 2,
-                        np.where(np.logical_or(first(x, y), np.isnan(y)), tx, ty))
-    return rule
-
-
-defjvp(np.power, _power_jvp)
-defjvp(np.fmax, _pick_jvp(np.greater))
-defjvp(np.fmin, _pick_jvp(np.less))
-
 # Comparisons and logic: boolean results, no gradient.
 for _f in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_xor):
@@ -287,4 +268,3 @@ for _f in (np.real, np.conjugate):   # linear (over the reals): no complex check
 MATH_PRIMITIVES: dict[object, Primitive] = {
     f: _math_primitive(f, twin) for f, twin in MATH_TWINS.items()}
 """Each ``math`` function → its primitive (``math_log`` …)."""
-defjvp(MATH_PRIMITIVES[math.pow], _power_jvp)
