@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen import forward_control as control
-from srcgrad.codegen.primal import Primal, comment, located
+from srcgrad.codegen.primal import Primal
 from srcgrad.codegen.symbolic import (
     Sym,
     SymbolicError,
@@ -30,7 +30,7 @@ from srcgrad.codegen.symbolic import (
     to_expr,
 )
 from srcgrad.codegen.symbolic import name_expr as _name
-from srcgrad.ir import Const, Function, Stmt, Var, const_expr
+from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.rules import tangents
 
 __all__ = ["Forward"]
@@ -69,15 +69,7 @@ class Forward(Primal):
     # ----------------------------------------------------------------------- statements
     def body(self) -> list[ast.stmt]:
         """Every statement of the function with its tangent, under its source comment."""
-        out: list[ast.stmt] = []
-        line = None
-        for st in self.fn.body:
-            key, where = located(self.fn.filename, st.line, st.text)
-            if key != line:
-                line = key
-                out.append(comment(where))
-            out.extend(self.statement(st))
-        return out
+        return self.commented(self.statement)
 
     def statement(self, st: Stmt) -> list[ast.stmt]:
         if st.kind == "call":
@@ -121,11 +113,6 @@ class Forward(Primal):
 
     def tangent_prim(self, st: Stmt) -> list[ast.stmt]:
         prim = st.fn
-        if getattr(prim, "derivative_unknown", False) and any(
-                self.tan_of(a) is not None for a in st.args):
-            raise SymbolicError(f"srcgrad has no derivative rule for {prim.name} (a rule's "
-                                f"own helper, line {st.line}): this derivative of a "
-                                "derivative is not compiled")
         tans = [self.tan_of(a) if prim.vjp(i) is not None else None
                 for i, a in enumerate(st.args)]
         if all(t is None for t in tans):
@@ -133,11 +120,7 @@ class Forward(Primal):
         spelled = self._spelled(st, tans)
         if spelled is not None:
             return self.bind(st.target, spelled)
-        sym = self.tracer.sym
-        ans = sym(st.target)
-        xs = [sym(a.name) if isinstance(a, Var) else self._const(a) for a in st.args]
-        params = {k: sym(v.name) if isinstance(v, Var) else self._const(v)
-                  if isinstance(v, Const) else v for k, v in st.params.items()}
+        ans, xs, params = self.rule_operands(st)
         ts = [Sym(t, self.tracer) if t is not None else None for t in tans]
         try:
             out = prim.jvp(ts, ans, *xs, **params)
@@ -263,12 +246,6 @@ class Forward(Primal):
 
     def _new(self, base: str) -> str:
         return self.fresh(f"{base}_dot")
-
-    def _const(self, c: Const) -> Any:
-        value = c.value
-        if isinstance(value, (int, float, bool)) or value is None:
-            return value
-        return Sym(const_expr(c), self.tracer)
 
     def _shape_of(self, name: str) -> Sym:
         if name in self.facts:

@@ -20,7 +20,8 @@ from typing import Any
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT
-from srcgrad.codegen.symbolic import helper_sources, is_generated
+from srcgrad.codegen.symbolic import helper_sources
+from srcgrad.ir import GENERATED, is_generated
 
 __all__ = ["render", "load"]
 
@@ -105,7 +106,7 @@ def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = N
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]
     filename = f"<srcgrad {label} {digest}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    namespace: dict[str, Any] = {"__name__": f"srcgrad_generated_{digest}",
+    namespace: dict[str, Any] = {"__name__": f"{GENERATED}{digest}",
                                  "__file__": filename}
     namespace.update(free)          # modules too: an import line only restates them
     exec(compile(text, filename, "exec"), namespace)

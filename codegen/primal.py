@@ -23,7 +23,7 @@ import numpy as np
 
 from srcgrad.codegen import control, lists
 from srcgrad.codegen.backend import Backend
-from srcgrad.codegen.symbolic import assign, index_expr, to_expr
+from srcgrad.codegen.symbolic import Sym, assign, index_expr, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
 from srcgrad.ir import Const, Stmt, Var, const_expr
 from srcgrad.runtime.primitives import NUMPY_BINDINGS
@@ -103,6 +103,11 @@ class Primal:
     """The primal statements of the Emitter (mixed into it)."""
 
     def primal(self) -> list[ast.stmt]:
+        return self.commented(self.primal_stmt)
+
+    def commented(self, emit: Callable[[Stmt], Any]) -> list[ast.stmt]:
+        """``emit(st)`` of every statement, under a ``# file:line  text`` comment where the
+        line changes."""
         out: list[ast.stmt] = []
         line = None
         for st in self.fn.body:
@@ -110,9 +115,24 @@ class Primal:
             if key != line:
                 line = key
                 out.append(comment(where))
-            made = self.primal_stmt(st)
+            made = emit(st)
             out.extend(made if isinstance(made, list) else [made])
         return out
+
+    def rule_operands(self, st: Stmt) -> tuple[Any, list, dict]:
+        """What a rule of ``st``'s primitive is called on: its result, inputs and parameters
+        as symbolic values (numbers stay numbers, so rules fold them)."""
+        sym = self.tracer.sym
+        xs = [sym(a.name) if isinstance(a, Var) else self._const(a) for a in st.args]
+        params = {k: sym(v.name) if isinstance(v, Var) else self._const(v)
+                  if isinstance(v, Const) else v for k, v in st.params.items()}
+        return sym(st.target), xs, params
+
+    def _const(self, c: Const) -> Any:
+        value = c.value
+        if isinstance(value, (int, float, bool)) or value is None:
+            return value
+        return Sym(const_expr(c), self.tracer)
 
     def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:
         if st.kind == "branch":

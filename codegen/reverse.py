@@ -23,7 +23,7 @@ from srcgrad.codegen.backend import NUMPY, Backend
 from srcgrad.codegen.primal import COMMENT, Primal, comment, located, short_filename
 from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
-from srcgrad.ir import Const, Function, Stmt, Var, const_expr
+from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.primitives import unbroadcast
 
 __all__ = ["Emitter", "COMMENT", "comment"]
@@ -143,11 +143,7 @@ class Emitter(Primal, Accumulation):
                                              virtual=True)
         if isinstance(g, float) and not st.fn.folds_seed:
             gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
-        ans = self.tracer.sym(st.target)
-        xs = [self.tracer.sym(a.name) if isinstance(a, Var) else self._const(a)
-              for a in st.args]
-        params = {k: self.tracer.sym(v.name) if isinstance(v, Var) else
-                  self._const(v) if isinstance(v, Const) else v for k, v in st.params.items()}
+        ans, xs, params = self.rule_operands(st)
         contributions: list[tuple[str, Any]] = []
         for i, a in enumerate(st.args):
             rule = st.fn.vjp(i)
@@ -256,12 +252,6 @@ class Emitter(Primal, Accumulation):
 
     def _wants(self, a: Any) -> bool:
         return isinstance(a, Var) and a.name in self.active
-
-    def _const(self, c: Const) -> Any:
-        value = c.value
-        if isinstance(value, (int, float, bool)) or value is None:
-            return value
-        return Sym(const_expr(c), self.tracer)
 
     def _may_broadcast(self, st: Stmt, i: int) -> bool:
         """False when every other input is a Python number (which cannot broadcast x), or

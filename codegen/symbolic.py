@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen.backend import Backend, as_backend
-from srcgrad.ir import Const, Var, const_expr, value_expr
+from srcgrad.ir import Const, Var, const_expr, is_generated, value_expr
 from srcgrad.runtime import primitives
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
@@ -317,12 +317,6 @@ def _definition(fn: Any, name: str) -> str:
     for arg in node.args.args + node.args.kwonlyargs:
         arg.annotation = None
     return ast.unparse(node)
-
-
-def is_generated(fn: Any) -> bool:
-    """A function (or class) of a module srcgrad generated: a transform embedded in another."""
-    module = getattr(fn, "__module__", None)
-    return isinstance(module, str) and module.startswith("srcgrad_generated_")
 
 
 def helper_sources(helpers: dict[str, Any]) -> list[str]:

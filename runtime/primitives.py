@@ -97,7 +97,7 @@ class Primitive:
     # Hints for the compiler's emitters, set where a primitive is defined (what each one
     # means: srcgrad.runtime.rules); the emitters name no operation.
     spelling = full_adjoint = accumulate_by = None
-    fresh_result = makes_float = folds_seed = derivative_unknown = False
+    fresh_result = makes_float = folds_seed = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,

@@ -335,7 +335,7 @@ class Aliases:
         elif isinstance(value, Pack):
             _replace_in_pack(value, old, new)
         elif isinstance(value, Tree):          # a copy: the parameter's tree names its leaves
-            self.scope[user] = _tree_replaced(value, old, new)
+            self.scope[user] = value.replaced(old, new)
 
     def refuse_writing_code(self, stmt: Stmt) -> None:
         """Code printed verbatim (a static value, a print) that would write into an array:
@@ -361,18 +361,4 @@ def _replace_in_pack(pack: Pack, old: Var, new: Var) -> None:
         elif isinstance(item, Pack):
             _replace_in_pack(item, old, new)
         elif isinstance(item, Tree):
-            pack.items[i] = _tree_replaced(item, old, new)
-
-
-def _tree_replaced(tree: Tree, old: Var, new: Var) -> Tree:
-    """``tree`` with the leaf ``old`` replaced by ``new`` (a new Tree, the same root)."""
-    children = {}
-    for key, child in tree.children.items():
-        if isinstance(child, Var) and child.name == old.name:
-            child = new
-        elif isinstance(child, Tree):
-            child = _tree_replaced(child, old, new)
-        children[key] = child
-    out = Tree(tree.kind, children)
-    out.root = tree.root
-    return out
+            pack.items[i] = item.replaced(old, new)

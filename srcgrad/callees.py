@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.ir import is_generated
+
 __all__ = ["bind_call", "qualname", "hint", "table_get", "is_random", "draws", "is_library",
            "is_transform", "LIBRARIES"]
 
@@ -44,7 +46,7 @@ def qualname(f: Any) -> str:
     """``numpy.linalg.solve``: a callee's module and name, as refusals show it."""
     module = getattr(f, "__module__", None) or ("numpy" if isinstance(f, np.ufunc) else "")
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
-    if isinstance(module, str) and module.startswith("srcgrad_generated_"):
+    if is_generated(f):
         return f"{name} (a helper of srcgrad's generated code, inside a derivative rule)"
     return f"{module}.{name}" if module else name
 

@@ -64,9 +64,6 @@ class Calls(Methods):
         f = generated.original(fn.value)     # a generated module's copy of a helper
         if f is not fn.value and not isinstance(f, Primitive):
             return self.static_call(fn.value, node, hint(f))     # a @helper on shapes
-        if getattr(f, "derivative_unknown", False):
-            raise self.error(f"srcgrad has no derivative rule for {f.name} (a rule's own "
-                             "helper): this derivative of a derivative is not compiled", node)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)

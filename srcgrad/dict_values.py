@@ -9,7 +9,7 @@ from typing import Any
 
 from srcgrad.ir import Pack, Tree, Var, const_expr
 
-__all__ = ["Local", "ordered_keys", "replaced", "tree_replaced", "holds", "holds_local"]
+__all__ = ["Local", "ordered_keys", "replaced", "holds", "holds_local"]
 
 
 class Local(Tree):
@@ -78,22 +78,8 @@ def replaced(value: Any, old: Var, new: Var) -> Any:
     elif isinstance(value, Pack):
         value.items[:] = [replaced(v, old, new) for v in value.items]
     elif isinstance(value, Tree):
-        return tree_replaced(value, old, new)
+        return value.replaced(old, new)
     return value
-
-
-def tree_replaced(tree: Tree, old: Var, new: Var) -> Tree:
-    """``tree`` with the leaf ``old`` replaced by ``new`` (a new Tree, the same root)."""
-    children = {}
-    for key, child in tree.children.items():
-        if isinstance(child, Var) and child.name == old.name:
-            child = new
-        elif isinstance(child, Tree):
-            child = tree_replaced(child, old, new)
-        children[key] = child
-    out = Tree(tree.kind, children)
-    out.root = tree.root
-    return out
 
 
 def holds(value: Any, tree: Tree) -> bool:

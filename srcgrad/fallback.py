@@ -6,7 +6,6 @@ Also what the transforms need around it: calling a function with its parameters'
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -163,32 +162,25 @@ def plain_error(fun: Any, values: list, call: Callable | None) -> Exception | No
 
 
 def eager_jvp(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tuple:
-    """``(fun(*primals), J·tangents)`` on the eager engine: the derivative, along the
-    tangents, of the vjp with respect to its cotangent (which the vjp is linear in)."""
-    args, leaves = _wrap(list(primals), wrt)
-    with grad_mode.enable_grad(), stacking_list_operands(fun):
+    """``(fun(*primals), J·tangents)`` on the eager engine's forward mode: each float leaf of
+    the arguments at ``wrt`` a dual Array (a private copy) carrying its tangent."""
+    from srcgrad.runtime import forward_ad
+    with forward_ad.dual_level(), grad_mode.enable_grad(), stacking_list_operands(fun):
+        args = [pytree.unflatten(tree, [_copy(v) for v in flat])
+                for flat, tree in map(pytree.flatten, primals)]
+        for i in wrt:
+            flat, tree = pytree.flatten(primals[i])
+            duals = [forward_ad.make_dual(as_array_leaf(v), Tensor._make(
+                np.asarray(t, dtype=np.asarray(v).dtype))) if pytree.differentiable(v)
+                else _copy(v) for v, t in zip(flat, pytree.flatten(tangents[i])[0])]
+            args[i] = pytree.unflatten(tree, duals)
         out = fun(*args)
         flat, structure = pytree.flatten(out)
-        active = [k for k, o in enumerate(flat) if isinstance(o, Tensor) and o.requires_grad]
-        inputs, along = [], []
-        for i in wrt:
-            for w, t in zip(leaves[i][2], pytree.flatten(tangents[i])[0]):
-                if isinstance(w, Tensor):
-                    inputs.append(w)
-                    along.append(np.asarray(t))
-        seeds = [Tensor._make(np.zeros_like(flat[k]._data)).requires_grad_(True)
-                 for k in active]
-        found = autograd_grad([flat[k] for k in active], inputs, seeds, create_graph=True,
-                              allow_unused=True) if active and inputs else []
-        parts = [(g * Tensor._make(t)).sum() for g, t in zip(found, along) if g is not None]
-        total = functools.reduce(lambda a, b: a + b, parts) if parts else None
-        derived = autograd_grad([total], seeds, allow_unused=True) \
-            if total is not None and total.requires_grad else [None] * len(seeds)
-    by_leaf = dict(zip(active, derived))
+        found = [forward_ad.unpack_dual(o).tangent if isinstance(o, Tensor) else None
+                 for o in flat]
     result = []
-    for k, o in enumerate(flat):
+    for o, d in zip(flat, found):
         value = _value(o)
-        d = by_leaf.get(k)
         result.append(pytree.same_kind(d._data, value) if d is not None else
                       pytree.zero_like(value) if pytree.differentiable(value) else None)
     return _value(out), pytree.unflatten(structure, result)

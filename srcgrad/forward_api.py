@@ -10,7 +10,6 @@ derivative (the Hessian is symmetric), so every composition stays compiled sourc
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import warnings
@@ -24,26 +23,19 @@ from srcgrad.callables import refuse_shared_arguments
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
 from srcgrad.frontend import Flat
+from srcgrad.tangent_args import (
+    carries,
+    check_tangents,
+    data_zero,
+    private,
+    sequence,
+    with_defaults,
+)
 from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
-__all__ = ["Jvp", "jvp", "carries", "one_like", "hvp_transform", "node_primitive",
-           "tangent_of_data"]
+__all__ = ["Jvp", "jvp", "hvp_transform", "node_primitive"]
 
 BACKENDS = ("numpy", "cupy", "auto")
-
-
-def carries(value: Any) -> bool:
-    """Whether an argument carries a tangent: a real float, an array of them, or a pytree
-    with such a leaf."""
-    leaves, _ = pytree.flatten(value)
-    return any(pytree.differentiable(v) for v in leaves)
-
-
-def one_like(value: Any) -> Any:
-    """The tangent 1 of a scalar argument, in its kind (1.0, or an array of ones)."""
-    if isinstance(value, float):
-        return 1.0
-    return np.ones_like(value)
 
 
 def _plain_count(fun: Any) -> int | None:
@@ -130,7 +122,7 @@ class Jvp:
         return built
 
     def __call__(self, primals: Any, tangents: Any) -> Any:
-        primals, tangents = _sequence(primals, "primals"), _sequence(tangents, "tangents")
+        primals, tangents = sequence(primals, "primals"), sequence(tangents, "tangents")
         if len(primals) != len(tangents):
             raise TypeError(f"jvp called with different primal and tangent lengths: "
                             f"{len(primals)} and {len(tangents)}")
@@ -148,15 +140,15 @@ class Jvp:
                         p.dtype.kind == "f") and tangents[i] is not None)
             for i in wrt:
                 if np.shape(tangents[i]) != np.shape(primals[i]):
-                    _check_tangents(primals, tangents)
+                    check_tangents(primals, tangents)
             built = self._built.get((wrt, "[]")) or self.compiled(wrt, {})
         else:
-            _check_tangents(primals, tangents)
+            check_tangents(primals, tangents)
             for i, (p, t) in enumerate(zip(primals, tangents)):
                 if t is not None:
                     pytree.check_differentiable(p, f"primal {i}", vjp=True)   # complex: no
             wrt = tuple(i for i, p in enumerate(primals) if carries(p) and tangents[i] is not None)
-            tangents = tuple(_data_zero(primals[i], t) if i in wrt else t
+            tangents = tuple(data_zero(primals[i], t) if i in wrt else t
                              for i, t in enumerate(tangents))
             built = self.compiled(wrt, {i: pytree.flatten(primals[i])[1] for i in wrt
                                         if not pytree.is_leaf(primals[i])})
@@ -165,7 +157,7 @@ class Jvp:
         if built.ir.mutates:
             refuse_shared_arguments(primals, tuple(i for i, p in enumerate(built.ir.params)
                                                    if p in built.ir.mutates), built.ir.params)
-            primals = _private(primals, built.ir)
+            primals = private(primals, built.ir)
         return built.functions[built.name](*primals, *[tangents[i] for i in wrt])
 
     def _flattened(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
@@ -194,17 +186,17 @@ class Jvp:
         """The primals with the parameters' defaults after them (as the call ``fun(*primals)``
         binds them), which carry no tangent (None)."""
         target = self._inner._target if self._inner is not None else self.fun
-        params = list(inspect.signature(target).parameters.values())[len(primals):]
-        if any(p.default is inspect.Parameter.empty for p in params):
-            missing = [p.name for p in params if p.default is inspect.Parameter.empty]
+        given = with_defaults(target, primals)
+        if len(given) < self._count:
+            missing = list(inspect.signature(target).parameters)[len(given):]
             raise TypeError(f"jvp of {getattr(target, '__qualname__', target)}: missing "
                             f"primals for {', '.join(missing)}")
-        return primals + tuple(p.default for p in params), tangents + (None,) * len(params)
+        return given, tangents + (None,) * (len(given) - len(primals))
 
     def _hvp(self, primals: tuple, tangents: tuple) -> Any:
         """``jvp(grad(g))``: the gradient, and its derivative along the tangents: ``grad`` of
         ``g``'s directional derivative (reverse over forward; pytrees as in ``grad``)."""
-        _check_tangents(primals, tangents)
+        check_tangents(primals, tangents)
         inner = self._inner
         along = tuple(i for i, p in enumerate(primals) if carries(p) and tangents[i] is not None)
         if not along:
@@ -212,7 +204,7 @@ class Jvp:
             return value, pytree.zero_like(value)
         for i in along:
             pytree.check_differentiable(primals[i], f"primal {i}", vjp=True)   # complex: no
-        tangents = tuple(_data_zero(primals[i], t) if i in along else t
+        tangents = tuple(data_zero(primals[i], t) if i in along else t
                          for i, t in enumerate(tangents))
         trees = {i: pytree.flatten(primals[i])[1] for i in along
                  if not pytree.is_leaf(primals[i])}          # pytrees: the jvp knows them
@@ -261,53 +253,6 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
 
 def _backend(backend: str) -> str:
     return "numpy" if backend == "auto" else backend
-
-
-def _sequence(value: Any, what: str) -> tuple:
-    if not isinstance(value, (tuple, list)):
-        raise TypeError(f"jvp {what} must be a tuple or list with one entry per argument, "
-                        f"not {type(value).__name__}")
-    return tuple(value)
-
-
-def tangent_of_data(value: Any) -> Any:
-    """The tangent an int, bool or other data leaf carries: zero (JAX's float0), whatever
-    the caller passed for it."""
-    if pytree.differentiable(value):
-        return pytree.zero_like(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biu":
-        return np.zeros(value.shape)
-    return 0.0 if isinstance(value, (bool, int, np.integer, np.bool_)) else value
-
-
-def _data_zero(primal: Any, tangent: Any) -> Any:
-    """``tangent`` with a zero for every leaf of ``primal`` that is not real floating point."""
-    p_leaves, tree = pytree.flatten(primal)
-    t_leaves = pytree.flatten(tangent)[0]
-    return pytree.unflatten(tree, [t if pytree.differentiable(p) else tangent_of_data(p)
-                                   for p, t in zip(p_leaves, t_leaves)])
-
-
-def _check_tangents(primals: tuple, tangents: tuple) -> None:
-    """As JAX: each float leaf's tangent has the primal's shape (and no structure else)."""
-    for k, (p, t) in enumerate(zip(primals, tangents)):
-        if t is None:                        # a default: no tangent
-            continue
-        p_leaves, p_tree = pytree.flatten(p)
-        t_leaves, t_tree = pytree.flatten(t)
-        if repr(p_tree) != repr(t_tree):
-            raise TypeError(f"jvp tangent {k} does not have the structure of its primal")
-        for a, b in zip(p_leaves, t_leaves):
-            if pytree.differentiable(a) and np.shape(a) != np.shape(b):
-                raise ValueError(f"jvp tangent {k} has shape {np.shape(b)}, but its primal "
-                                 f"has shape {np.shape(a)}")
-
-
-def _private(values: tuple, ir: Any) -> tuple:
-    """The arguments, copied where the function writes into them in place."""
-    if not ir.mutates:
-        return values
-    return tuple(copy.deepcopy(v) if p in ir.mutates else v for p, v in zip(ir.params, values))
 
 
 _JVPS: dict[Any, Jvp] = {}

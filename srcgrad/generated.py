@@ -13,11 +13,12 @@ import ast
 import weakref
 from typing import Any
 
+from srcgrad.ir import is_generated
+
 __all__ = ["register", "original", "is_generated", "split_free", "add_original", "free_of",
            "set_node_factory", "node_primitive"]
 
 _COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_MODULE_PREFIX = "srcgrad_generated_"
 
 
 _TRANSFORMS: dict[Any, Any] = {}      # a transform's generated function -> its primitive
@@ -72,12 +73,6 @@ def original(f: Any) -> Any:
         return _COPIES.get(f, f)
     except TypeError:
         return f
-
-
-def is_generated(f: Any) -> bool:
-    """A function of a module srcgrad generated."""
-    module = getattr(f, "__module__", None)
-    return isinstance(module, str) and module.startswith(_MODULE_PREFIX)
 
 
 def split_free(free: dict[str, Any], functions: list, embedded: set[str]

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "Pack", "Tree",
-           "Closure", "constant", "const_expr", "value_expr", "literal"]
+           "Closure", "constant", "const_expr", "value_expr", "literal", "GENERATED",
+           "is_generated"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,17 @@ def fresh_name(base: str, used: set[str], hints: dict[str, int] | None = None) -
     return name
 
 
+GENERATED = "srcgrad_generated_"
+"""How the modules srcgrad generates are named (``__name__``): another transform's code, read
+again by the front end or embedded by the emitters, is known by it."""
+
+
+def is_generated(fn: Any) -> bool:
+    """A function (or class) of a module srcgrad generated."""
+    module = getattr(fn, "__module__", None)
+    return isinstance(module, str) and module.startswith(GENERATED)
+
+
 # ---------------------------------------------------------------------------------------------
 # Values while lowering, besides Var and Const.
 
@@ -176,6 +188,15 @@ class Tree:
             return Tree(tree.kind, {k: build(c, path + (k,)) if isinstance(c, Tree)
                                     else values[path + (k,)] for k, c in tree.children.items()})
         return build(self, ())
+
+    def replaced(self, old: Var, new: Var) -> Tree:
+        """This tree with the leaf ``old`` replaced by ``new`` (a new Tree, the same root)."""
+        children = {key: new if isinstance(child, Var) and child.name == old.name else
+                    child.replaced(old, new) if isinstance(child, Tree) else child
+                    for key, child in self.children.items()}
+        out = Tree(self.kind, children)
+        out.root = self.root
+        return out
 
     def literal(self) -> ast.expr:
         """The tree written out from its leaves (when no parameter holds it whole)."""

@@ -21,7 +21,8 @@ import numpy as np
 
 from srcgrad import pytree
 from srcgrad.errors import CompileError
-from srcgrad.forward_api import Jvp, carries, tangent_of_data
+from srcgrad.forward_api import Jvp
+from srcgrad.tangent_args import carries, tangent_of_data, with_defaults
 from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
@@ -66,14 +67,17 @@ def _shaped(parts: list, axis: int, out_leaf: Any, in_leaf: Any) -> Any:
     return float(block) if isinstance(out_leaf, float) and isinstance(in_leaf, float) else block
 
 
+def _starts(leaves: list) -> list[int]:
+    """Where each leaf's unit tangents start in the order of :func:`_basis`."""
+    sizes = [int(np.size(leaf)) if pytree.differentiable(leaf) else 0 for leaf in leaves]
+    return [sum(sizes[:k]) for k in range(len(sizes))]
+
+
 def _from_columns(columns: list, value: Any, arg: Any) -> Any:
     """The Jacobian from the tangents of ``value`` along each unit tangent of ``arg``."""
     flat = [pytree.flatten(c)[0] for c in columns]
     out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
-    starts, at = [], 0
-    for leaf in in_leaves:
-        starts.append(at)
-        at += int(np.size(leaf)) if pytree.differentiable(leaf) else 0
+    starts = _starts(in_leaves)
 
     def block(k: int, l: int) -> Any:
         n = int(np.size(in_leaves[l]))
@@ -87,10 +91,7 @@ def _from_rows(rows: list, value: Any, arg: Any) -> Any:
     ``value``, in the order of :func:`_basis`."""
     flat = [pytree.flatten(r)[0] for r in rows]
     out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
-    starts, at = [], 0
-    for leaf in out_leaves:
-        starts.append(at)
-        at += int(np.size(leaf)) if pytree.differentiable(leaf) else 0
+    starts = _starts(out_leaves)
 
     def block(k: int, l: int) -> Any:
         n = int(np.size(out_leaves[k])) if pytree.differentiable(out_leaves[k]) else 0
@@ -169,7 +170,7 @@ class Jacobian:
         return f"<srcgrad.{self._kind(self.mode)} of {getattr(self.fun, '__qualname__', self.fun)}>"
 
     def __call__(self, *args: Any) -> Any:
-        args = _with_defaults(self.fun, args)
+        args = with_defaults(self.fun, args)
         directional = self._directional
         if directional is not None and directional._snapshot.changed() is not None:
             directional._built.clear()              # a global of fun rebound: build again
@@ -301,14 +302,3 @@ def _zeros(value: Any) -> Any:
     leaves, tree = pytree.flatten(value)
     return pytree.unflatten(tree, [tangent_of_data(v) for v in leaves])
 
-
-def _with_defaults(fun: Callable, args: tuple) -> tuple:
-    """The arguments with the defaults of the parameters not given (as ``fun(*args)``)."""
-    try:
-        params = list(inspect.signature(fun).parameters.values())[len(args):]
-    except (TypeError, ValueError):
-        return args
-    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or
-                         p.default is inspect.Parameter.empty for p in params):
-        return args
-    return args + tuple(p.default for p in params)

@@ -147,3 +147,20 @@ def test_every_bound_function_is_swept_to_second_order():
     swept = {p.values[0].key for p in PARAMS}
     assert not [k for k in BOUND if k not in swept], "add it to tests/oracle_cases.py TABLE"
     assert set(REFUSED) <= set(BOUND)
+
+
+# Primitives without a rule are treated as constants wherever a gradient or a tangent reaches
+# them (their derivative is zero: a comparison, an index, a truth value), also inside the
+# generated code a second derivative differentiates.  So each must be one of these; a new
+# rule-less primitive (a rule's own helper, say) fails here until it has rules.
+ZERO_DERIVATIVE = {
+    "argmax", "argmin", "argsort", "clip_bound_mask", "clip_mask", "equal", "floor_divide",
+    "gammasgn", "greater", "greater_equal", "isfinite", "isinf", "isnan", "less",
+    "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "lstsq_rank",
+    "not_equal", "slogdet_sign", "stop_gradient", "zero_tangent",
+}
+
+
+def test_every_primitive_without_a_rule_has_a_zero_derivative():
+    from srcgrad.runtime.primitives import PRIMITIVES
+    assert {n for n, p in PRIMITIVES.items() if not p.differentiable} == ZERO_DERIVATIVE

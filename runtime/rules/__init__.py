@@ -29,9 +29,7 @@ the emitters name no operation):
 - ``accumulate_by``: a helper ``f(total, index, g)`` adding this primitive's result on ``g``
   (``index=index, shape=total.shape``) into ``total`` in place: ``d_x += unindex(g,
   index=i, shape=s)`` is written ``d_x = scatter_add(d_x, i, g)``;
-- ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``);
-- ``derivative_unknown``: a rule's own helper without rules of its own: differentiating it
-  again (a derivative of a derivative) is refused.
+- ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``).
 
 A ``@helper`` may carry ``of_shapes = True`` (it computes a number from shapes, reading no
 array: ``numel``) and ``recorded``: its form for recorded Tensors, which change nothing in
