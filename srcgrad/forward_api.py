@@ -138,9 +138,9 @@ class Jvp:
                for p in primals):                                        # the common case
             wrt = tuple(i for i, p in enumerate(primals) if (type(p) is float or
                         p.dtype.kind == "f") and tangents[i] is not None)
-            for i in wrt:
-                if np.shape(tangents[i]) != np.shape(primals[i]):
-                    check_tangents(primals, tangents)
+            if len(wrt) < len(primals) or any(
+                    np.shape(tangents[i]) != np.shape(primals[i]) for i in wrt):
+                check_tangents(primals, tangents)      # ints: a zero tangent or none
             built = self._built.get((wrt, "[]")) or self.compiled(wrt, {})
         else:
             check_tangents(primals, tangents)

@@ -76,6 +76,16 @@ def check_tangents(primals: tuple, tangents: tuple) -> None:
             if pytree.differentiable(a) and np.shape(a) != np.shape(b):
                 raise ValueError(f"jvp tangent {k} has shape {np.shape(b)}, but its primal "
                                  f"has shape {np.shape(a)}")
+            if _integral(a) and b is not None and np.any(np.asarray(b) != 0):
+                raise TypeError(f"jvp tangent {k} moves an integer primal ({a!r}); an int "
+                                "or bool has no tangent but zero (JAX's float0)")
+
+
+def _integral(value: Any) -> bool:
+    """An int or bool leaf (a number or an array of them): data, with no tangent."""
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return True
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biu"
 
 
 def private(values: tuple, ir: Any) -> tuple:

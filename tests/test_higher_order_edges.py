@@ -111,8 +111,11 @@ def test_an_int_leaf_of_a_pytree_carries_no_tangent():
     h = srcgrad.hessian(_squares_times_a_count, strict=True)({"a": x, "n": 2, "b": [1.5]})
     np.testing.assert_allclose(h["a"]["a"], 4.0 * np.eye(3))
     _, tangent = srcgrad.jvp(_squares_times_a_count, ({"a": x, "n": 2},),
-                             ({"a": np.ones(3), "n": 5},), strict=True)
-    assert tangent == pytest.approx(4.0 * np.sum(x))        # the 5 given for n is ignored
+                             ({"a": np.ones(3), "n": 0},), strict=True)
+    assert tangent == pytest.approx(4.0 * np.sum(x))
+    with pytest.raises(TypeError, match="integer primal"):    # refused, not ignored
+        srcgrad.jvp(_squares_times_a_count, ({"a": x, "n": 2},), ({"a": np.ones(3), "n": 5},),
+                    strict=True)
 
 
 def _writes_one_reads_the_other(a, b):
