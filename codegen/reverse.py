@@ -259,11 +259,31 @@ class Emitter(Primal, Accumulation):
         if self.scalar:
             return False
         arg = st.args[i]
-        if arg.name in self.facts and st.target in self.facts:
-            return self.facts[arg.name][0] != self.facts[st.target][0]
+        if arg.name in self.facts:
+            out = self._broadcast_shape(st)
+            if out is not None:
+                return self.facts[arg.name][0] != out
         others = [a for j, a in enumerate(st.args) if j != i]
         return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
                        for a in others)
+
+    def _broadcast_shape(self, st: Stmt) -> tuple | None:
+        """The shape of an elementwise statement's result where the facts tell it: its own
+        fact, or its inputs' shapes broadcast (an inlined temporary has no fact of its own)."""
+        if st.target in self.facts:
+            return self.facts[st.target][0]
+        shapes = []
+        for a in st.args:
+            if isinstance(a, Const) and isinstance(a.value, (int, float, bool)):
+                shapes.append(())
+            elif isinstance(a, Var) and a.name in self.facts:
+                shapes.append(self.facts[a.name][0])
+            else:
+                return None
+        try:
+            return np.broadcast_shapes(*shapes)
+        except ValueError:
+            return None
 
     def gradient_of(self, param: str) -> ast.expr:
         """The finished gradient of a parameter, in the form of the input (a pytree too)."""
