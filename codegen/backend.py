@@ -4,20 +4,25 @@ A :class:`Backend` knows the module a generated module imports and the name it b
 (``import numpy as np``, ``import cupy as cp``), and how a NumPy function is written for it
 (:meth:`Backend.path`).  ``MATH`` is NumPy's code specialised for Python floats: it writes
 ``math.sin`` where Python's ``math`` module has the function (and ``math.pow`` for ``**``,
-which raises where NumPy gives nan), NumPy's functions otherwise.  A later fusion pass belongs
-here too.
+which raises where NumPy gives nan), NumPy's functions otherwise.
+
+A backend with ``kernels`` (a :class:`~srcgrad.codegen.regions.KernelEmitter`: ``NUMBA``,
+``CUPY``) runs the fused regions of its shape-specialised modules as kernels (see
+:func:`srcgrad.codegen.module.render`); the emitters are imported when first used, so
+importing the backends imports neither numba nor CuPy.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Backend", "NUMPY", "CUPY", "MATH", "as_backend"]
+__all__ = ["Backend", "NUMPY", "NUMBA", "CUPY", "MATH", "as_backend", "LazyKernels"]
 
 MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log: "log",
               np.sqrt: "sqrt", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
@@ -35,13 +40,18 @@ class Backend:
     """An array library for generated code.
 
     ``name``: the user's spelling (``backend="numpy"``); ``module``/``alias``: what the
-    generated module imports, and as what; ``scalar``: specialised for Python floats.
+    generated module imports, and as what; ``scalar``: specialised for Python floats;
+    ``kernels``: the emitter of its fused kernels (None: no fusion); ``library``: the module
+    its code needs to run, and ``extra`` the ``pip install srcgrad[extra]`` that brings it.
     """
 
     name: str
     module: str
     alias: str
     scalar: bool = False
+    kernels: Any = None
+    library: str | None = None
+    extra: str | None = None
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
@@ -80,16 +90,35 @@ class Backend:
         return source if self.alias == "np" else re.sub(r"\bnp\.", f"{self.alias}.", source)
 
 
+class LazyKernels:
+    """A kernel emitter imported when first used: ``module``'s ``attribute``."""
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self.module, self.attribute = module, attribute
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(getattr(importlib.import_module(self.module), self.attribute), name)
+
+    def __repr__(self) -> str:
+        return f"<kernels {self.module}.{self.attribute}>"
+
+
 NUMPY = Backend("numpy", "numpy", "np")
-CUPY = Backend("cupy", "cupy", "cp")
+NUMBA = Backend("numba", "numpy", "np", library="numba", extra="numba",
+                kernels=LazyKernels("srcgrad.codegen.numba_kernels", "NUMBA_KERNELS"))
+CUPY = Backend("cupy", "cupy", "cp", library="cupy", extra="cuda",
+               kernels=LazyKernels("srcgrad.codegen.cupy_kernels", "CUPY_KERNELS"))
 MATH = Backend("math", "numpy", "np", scalar=True)
 
-_BY_NAME = {"numpy": NUMPY, "np": NUMPY, "cupy": CUPY, "cp": CUPY, "math": MATH}
+_BY_NAME = {"numpy": NUMPY, "np": NUMPY, "numba": NUMBA, "cupy": CUPY, "cp": CUPY,
+            "math": MATH}
 
 
 def as_backend(backend: Backend | str) -> Backend:
-    """The backend named ``backend`` (``"numpy"``/``"cupy"``, or the namespaces ``"np"``,
-    ``"cp"`` and ``"math"`` that callers pass), or ``backend`` itself."""
+    """The backend named ``backend`` (``"numpy"``, ``"numba"``, ``"cupy"``, or the
+    namespaces ``"np"``, ``"cp"`` and ``"math"`` that callers pass), or ``backend`` itself."""
     if isinstance(backend, Backend):
         return backend
     try:

@@ -3,7 +3,10 @@ and ``pdb`` show its lines.
 
 The module imports only its backend's array library (NumPy; CuPy for ``backend="cupy"``: the
 same text with ``np`` bound to ``cupy``) and defines every helper it uses, so ``.source`` can
-be saved and run alone.
+be saved and run alone.  In a module specialised for the shapes of a first call (``facts``),
+a backend with kernels runs each fused region of the main function as one kernel: defined
+after the helpers, with the lines its emitter needs (``import numba``) after the imports;
+the NumPy backend reuses dead buffers instead.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import types
 from typing import Any
 
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
+from srcgrad.codegen.fusion import find_regions
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT
 from srcgrad.codegen.symbolic import helper_sources
@@ -66,9 +70,12 @@ def _import_line(name: str, module: types.ModuleType) -> str | None:
 
 
 def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set[str],
-           title: str, free: dict[str, Any], backend: Backend | str = NUMPY) -> str:
+           title: str, free: dict[str, Any], backend: Backend | str = NUMPY,
+           facts: dict[str, tuple] | None = None, main: str | None = None) -> str:
     """The complete module: docstring, imports, helpers, then the generated functions
-    (``backend``: a Backend, or its name, ``"numpy"`` or ``"cupy"``)."""
+    (``backend``: a Backend, or its name, ``"numpy"`` or ``"cupy"``).  ``facts``: the
+    shapes and dtypes of the locals of the function named ``main`` (the last where None) at
+    a first call, for a module specialised for them: the backend specialises that function."""
     backend = as_backend(backend)
     for fn in functions:
         inline_single_use(fn, temps)
@@ -82,6 +89,10 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
     defined = {fn.name for fn in functions} | {
         node.name for src in sources for node in ast.parse(src).body
         if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    kernels = _specialised(functions, backend, facts, main, defined | set(free)) \
+        if facts is not None and functions else []
+    if kernels:
+        parts.append("\n".join(backend.kernels.prelude()))
     embedded = {n for n, v in free.items() if n in defined and is_generated(v)}  # by source
     others = sorted(n for n, v in free.items() if (not isinstance(v, types.ModuleType)
                     or _import_line(n, v) is None) and n not in embedded)
@@ -95,14 +106,52 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
                          "generated code defines; srcgrad cannot bind both (rename it)")
     for source in sources:
         parts.append(backend.swap(source))
+    parts.extend(kernels)
     for fn in functions:
         parts.append(_comments(ast.unparse(ast.fix_missing_locations(fn))))
     return "\n\n\n".join(parts) + "\n"
 
 
-def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = NUMPY) -> dict:
+def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict[str, tuple],
+                 main: str | None, taken: set[str]) -> list[str]:
+    """Rewrite the main function for ``facts`` (in place) and return the kernels it now
+    calls: with the backend's ``kernels``, each fused region's statements become the
+    kernel's call (a region the emitter refuses with a ValueError stays as it was); NumPy
+    reuses dead buffers instead.  Kernel names avoid ``taken`` and every name in the code."""
+    fn = next((f for f in functions if f.name == main), None) if main else functions[-1]
+    emitter = backend.kernels
+    if fn is None or emitter is None:
+        if fn is not None and backend.name == NUMPY.name:
+            try:
+                from srcgrad.codegen.reuse import reuse_buffers
+            except ImportError:                  # not written yet: the code stays as it is
+                return []
+            reuse_buffers(fn, facts)
+        return []
+    taken = taken | {backend.alias, "math", "np", "cp", "numba"} | {
+        node.id for f in functions for node in ast.walk(f) if isinstance(node, ast.Name)}
+    kernels = []
+    regions = find_regions(fn, facts, taken, alias=backend.alias,
+                           supports=getattr(emitter, "supports", None))
+    for region in reversed(regions):             # later statements first: indices hold
+        try:
+            source = emitter.kernel(region)
+        except ValueError:                       # the emitter cannot write it exactly
+            continue
+        fn.body[region.start:region.stop] = ast.parse("\n".join(emitter.call(region))).body
+        kernels.insert(0, source)
+    return kernels
+
+
+def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = NUMPY,
+         fused: bool = False) -> dict:
     """Compile and run the module text; its lines are registered with ``linecache``.  (The
-    text imports its own array library: ``backend`` is not needed to run it.)"""
+    text imports its own array library: ``backend`` is not needed to run it.)  ``fused``: a
+    specialised module, whose kernels may need a real file (numba's on-disk cache); those
+    are written to one and imported from it."""
+    if fused and getattr(as_backend(backend).kernels, "file_backed", False):
+        from srcgrad.codegen.kernel_files import load_from_file
+        return load_from_file(text, label, free)
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]
     filename = f"<srcgrad {label} {digest}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)

@@ -38,7 +38,9 @@ from srcgrad.specialise import Specialising
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
 
-BACKENDS = ("numpy", "cupy", "auto")
+BACKENDS = ("numpy", "numba", "cupy", "auto")
+"""The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, NumPy
+otherwise; numba is only ever asked for)."""
 
 
 class _ArgumentError(TypeError):
@@ -108,8 +110,9 @@ class Transform(Specialising, SafetyNet):
             self._fn = built.functions[built.name]
             self._namespace, self._free = built.functions, built.free
             from srcgrad.shapes import shapes_follow_from_inputs
-            self._shapes_fixed = kind != "vjp" and backend == "numpy" and \
-                shapes_follow_from_inputs(built.ir)
+            self._shapes_fixed = kind != "vjp" and backend in ("numpy", "numba", "cupy") \
+                and not getattr(self._fn, "srcgrad_missing", False) \
+                and shapes_follow_from_inputs(built.ir)
             self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
             self._written = tuple(i for i in self._mutated if i not in self.wrt)
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import ast
 import gc
+import importlib
 import linecache
 from collections.abc import Callable
 from typing import Any
 
 from srcgrad import generated
+from srcgrad.codegen.backend import as_backend
 from srcgrad.codegen.module import load, render
 from srcgrad.errors import CompileError, Location, MissingBackend
 from srcgrad.freshness import RESOLVED
@@ -108,29 +110,37 @@ class ModuleParts:
                                        "srcgrad cannot put both in one generated module")
         return name
 
-    def finish(self, ir: Function, title: str, label: str, backend: Any, main: str
-               ) -> tuple[str, dict]:
+    def finish(self, ir: Function, title: str, label: str, backend: Any, main: str,
+               facts: dict[str, tuple] | None = None) -> tuple[str, dict]:
         """The module's text and its loaded namespace (a stand-in that raises for ``main``
-        when the backend's array library is missing)."""
+        when the backend's library is missing); ``facts``: the shapes of ``main``'s locals
+        that the module is specialised for (its backend may fuse kernels from them)."""
+        backend = as_backend(backend)
         self.free, copies = generated.split_free(self.free, self.functions, self.embedded_free)
         self.helpers.update(copies)
         try:
-            text = render(self.functions, self.helpers, self.temps, title, self.free, backend)
+            text = render(self.functions, self.helpers, self.temps, title, self.free, backend,
+                          facts, main)
         except ValueError as exc:             # two functions of one name
             raise CompileError(str(exc), Location(ir.filename, ir.firstline, 0, 0, "",
                                                   ir.name)) from None
         try:
-            functions = load(text, label, self.free, backend)
+            if backend.library is not None:     # numba: the text alone would run without it
+                importlib.import_module(backend.library)
+            functions = load(text, label, self.free, backend, fused=facts is not None)
             generated.register(functions, self.helpers, self.free)
         except ImportError as exc:             # backend="cupy" without CuPy: the source stands
-            functions = {main: _missing_backend(getattr(backend, "name", backend), exc)}
+            what = "its array library" if backend.library in (None, backend.module) \
+                else backend.library
+            functions = {main: _missing_backend(backend.name, what, exc, backend.extra or "cuda")}
         return text, functions
 
 
-def _missing_backend(backend: str, exc: Exception) -> Any:
+def _missing_backend(backend: str, what: str, exc: Exception, extra: str) -> Any:
     def unavailable(*args: Any) -> Any:
-        raise MissingBackend(f"backend={backend!r} needs its array library: {exc} "
-                             "(pip install srcgrad[cuda])")
+        raise MissingBackend(f"backend={backend!r} needs {what}: {exc} "
+                             f"(pip install srcgrad[{extra}])")
+    unavailable.srcgrad_missing = True          # no specialisation can run either
     return unavailable
 
 

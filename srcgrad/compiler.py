@@ -114,7 +114,8 @@ def build_from_ir(ir: Function, graph: nx.DiGraph, kind: str, wrt: tuple[int, ..
     if scalar:
         module.free.setdefault("math", __import__("math"))
         title += " (specialised for Python floats)"
-    text, functions = module.finish(ir, title, f"{kind} {ir.name}", module.backend, main)
+    text, functions = module.finish(ir, title, f"{kind} {ir.name}", module.backend, main,
+                                    facts)
     return Built(text, graph, functions, main, ir, module.free)
 
 
@@ -210,7 +211,7 @@ class _ModuleBuilder(ModuleParts):
         if kind != "vjp":
             eliminate_dead_code(fn, {st.target for st in ir.body if st.kind == "prim"})
         if self.guard and name is None:
-            fn.body.insert(0, _guard(self.guard, ir.params))
+            fn.body.insert(0, _guard(self.guard, ir.params, self.backend.alias))
         self.functions.append(fn)
         self.free.update(ir.free)              # with user functions the emitter bound
         self.helpers.update(em.tracer.helpers)
@@ -227,16 +228,18 @@ def _returns_list(ir: Function) -> bool:
     return ir.result.name in ir.lists or any(name in ir.lists for name in ir.outputs())
 
 
-def _guard(facts: dict, params: list[str]) -> ast.stmt:
-    """``if`` the arguments are not the shapes this code was specialised for: hand them on."""
+def _guard(facts: dict, params: list[str], alias: str = "np") -> ast.stmt:
+    """``if`` the arguments are not the shapes this code was specialised for: hand them on
+    (``alias``: the array module's name, ``np`` or ``cp``, whose arrays it expects)."""
     tests = []
     for name, (shape, dtype) in facts.items():
         if dtype is float:
             tests.append(f"type({name}) is not float")
         else:
             kind = np.dtype(dtype)            # numeric (api._plain): np.<name> exists
-            tests.append(f"type({name}) is not np.ndarray or {name}.shape != {shape!r} "
-                         f"or {name}.dtype != np.{'bool_' if kind.kind == 'b' else kind.name}")
+            tests.append(f"type({name}) is not {alias}.ndarray or {name}.shape != {shape!r} "
+                         f"or {name}.dtype != {alias}."
+                         f"{'bool_' if kind.kind == 'b' else kind.name}")
     if not tests:
         tests = ["False"]
     text = (f"if {' or '.join(tests)}:\n"

@@ -131,10 +131,11 @@ def specialise(lowered: Lowered, fun: Any, kind: str, single: bool, backend: str
 
 
 def shape_facts(values: dict[str, Any]) -> dict[str, tuple]:
-    """The shape and dtype of every array among a run's local values (``((), float)`` for
-    a Python float): what the code specialised for those shapes is built from."""
+    """The shape and dtype of every array among a run's local values (NumPy's or CuPy's;
+    ``((), float)`` for a Python float): what the code specialised for those shapes is
+    built from."""
     facts = {name: (v.shape, v.dtype) for name, v in values.items()
-             if isinstance(v, (np.ndarray, np.generic))}
+             if isinstance(v, (np.ndarray, np.generic)) or _device_array(v)}
     facts.update({name: ((), float) for name, v in values.items() if type(v) is float})
     return facts
 
@@ -165,7 +166,8 @@ class Specialising:
         """
         if not all(_plain(a) for a in args):
             return self._fn(*args)
-        key = tuple((a.shape, a.dtype) if type(a) is np.ndarray else type(a) for a in args)
+        key = tuple((a.shape, a.dtype) if type(a) is np.ndarray or _device_array(a)
+                    else type(a) for a in args)
         fn = self._specialised.get(key)
         if fn is not None:
             return fn(*args)
@@ -219,6 +221,12 @@ class Specialising:
 
 def _plain(a: Any) -> bool:
     """Whether a specialisation's guard can recognise this argument's kind."""
-    if type(a) is np.ndarray:
+    if type(a) is np.ndarray or _device_array(a):
         return a.dtype.kind in "biuf"
     return type(a) is float or not isinstance(a, (np.ndarray, np.generic, float))
+
+
+def _device_array(a: Any) -> bool:
+    """Whether ``a`` is a CuPy array (told without importing CuPy)."""
+    kind = type(a)
+    return kind.__name__ == "ndarray" and kind.__module__.split(".")[0] == "cupy"
