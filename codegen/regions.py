@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, Union
+from typing import Protocol
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Apply:
     dtype: np.dtype
 
 
-Expr = Union[Ref, Lit, Apply]
+Expr = Ref | Lit | Apply
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Note:
     text: str
 
 
-Step = Union[Let, Reduce, Update, Note]
+Step = Let | Reduce | Update | Note
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,34 @@ def _python_floats(fn: Function) -> dict[str, tuple]:
     return facts
 
 
+def _elementwise_facts(fn: Function, facts: dict[str, tuple]) -> None:
+    """Complete a specialisation's facts (in place) with the values a first call did not
+    report (temporaries the generic code inlined) that elementwise primitives make of known
+    values: their shapes broadcast, their dtype NumPy's for one element of each."""
+    for st in fn.body:
+        if st.kind != "prim" or not st.fn.elementwise or st.target in facts:
+            continue
+        shapes, ones = [], []
+        for a in st.args:
+            if isinstance(a, Const) and type(a.value) in (int, float, bool):
+                shapes.append(())
+                ones.append(a.value)
+            elif isinstance(a, Var) and a.name in facts:
+                shape, dtype = facts[a.name]
+                shapes.append(shape)
+                ones.append(1.0 if dtype is float else np.ones((), dtype))
+            else:
+                break
+        else:
+            try:
+                with np.errstate(all="ignore"):
+                    one = st.fn.fn(*ones, **st.params)
+                facts[st.target] = (np.broadcast_shapes(*shapes),
+                                    float if type(one) is float else np.asarray(one).dtype)
+            except (TypeError, ValueError):
+                continue
+
+
 class Emitter(Primal, Accumulation):
     """Emits the primal and adjoint of one lowered function."""
 
@@ -57,6 +85,8 @@ class Emitter(Primal, Accumulation):
         self.fn, self.analysis, self.fresh = fn, analysis, fresh
         self.active = analysis.active
         self.facts = {**_python_floats(fn), **(facts or {})}   # name -> (shape, dtype)
+        if facts:
+            _elementwise_facts(fn, self.facts)
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
         self.tracer = Tracer(fresh, backend, self.facts)
         self.backend = self.tracer.backend
@@ -259,31 +289,11 @@ class Emitter(Primal, Accumulation):
         if self.scalar:
             return False
         arg = st.args[i]
-        if arg.name in self.facts:
-            out = self._broadcast_shape(st)
-            if out is not None:
-                return self.facts[arg.name][0] != out
+        if arg.name in self.facts and st.target in self.facts:
+            return self.facts[arg.name][0] != self.facts[st.target][0]
         others = [a for j, a in enumerate(st.args) if j != i]
         return not all(isinstance(a, Const) and isinstance(a.value, (int, float))
                        for a in others)
-
-    def _broadcast_shape(self, st: Stmt) -> tuple | None:
-        """The shape of an elementwise statement's result where the facts tell it: its own
-        fact, or its inputs' shapes broadcast (an inlined temporary has no fact of its own)."""
-        if st.target in self.facts:
-            return self.facts[st.target][0]
-        shapes = []
-        for a in st.args:
-            if isinstance(a, Const) and isinstance(a.value, (int, float, bool)):
-                shapes.append(())
-            elif isinstance(a, Var) and a.name in self.facts:
-                shapes.append(self.facts[a.name][0])
-            else:
-                return None
-        try:
-            return np.broadcast_shapes(*shapes)
-        except ValueError:
-            return None
 
     def gradient_of(self, param: str) -> ast.expr:
         """The finished gradient of a parameter, in the form of the input (a pytree too)."""

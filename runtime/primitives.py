@@ -96,7 +96,7 @@ class Primitive:
                  "multilinear", "diagonal", "__dict__")
     # Hints for the compiler's emitters, set where a primitive is defined (what each one
     # means: srcgrad.runtime.rules); the emitters name no operation.
-    spelling = full_adjoint = accumulate_by = None
+    spelling = full_adjoint = accumulate_by = shift = None
     fresh_result = makes_float = folds_seed = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,

@@ -8,7 +8,8 @@ active values get an adjoint.  A value is *saved* when an adjoint rule reads its
 
 :func:`analyse` turns a function's graph into the frozen :class:`Analysis` that the emitters
 read (nothing is written back into the IR), including how each block of its branches and
-loops and each function it calls is to be differentiated.
+loops and each function it calls is to be differentiated.  A value whose adjoint is exactly
+zero (:mod:`srcgrad.shift`: the ``max`` of a logsumexp or a softmax) gets none.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import networkx as nx
 
 from srcgrad.errors import CompileError, Location
 from srcgrad.ir import Function, Var
+from srcgrad.shift import invariant_values
 
 __all__ = ["build_graph", "active_names", "analyse", "Analysis", "BlockUse"]
 
@@ -194,7 +196,7 @@ def analyse(fn: Function, graph: nx.DiGraph, nondiff: frozenset[str] = frozenset
     """The analysis of ``fn`` from its graph, used as ``nondiff`` and ``accumulates`` say
     (:class:`BlockUse`); ``reaches``: the cache of the build."""
     reaches = {} if reaches is None else reaches
-    active = frozenset(active_names(graph))
+    active = _without_invariant(fn, graph, frozenset(active_names(graph)))
     handed: dict[str, tuple[str, ...]] = {}
     reach: dict[Function, frozenset[str]] = {}
     blocks: dict[Function, BlockUse] = {}
@@ -230,6 +232,25 @@ def analyse(fn: Function, graph: nx.DiGraph, nondiff: frozenset[str] = frozenset
     return Analysis(active, saved, frozenset(fn.nondiff) | nondiff, tuple(accumulates),
                     MappingProxyType(handed), MappingProxyType(reach),
                     MappingProxyType(blocks), MappingProxyType(inactive))
+
+
+def _without_invariant(fn: Function, graph: nx.DiGraph, active: frozenset[str]
+                       ) -> frozenset[str]:
+    """``active`` less the values whose adjoint is exactly zero (:mod:`srcgrad.shift`: the
+    max of a logsumexp), and less what gets a gradient only through them: the gradient that
+    reaches the parameters along paths through such a value adds up to zero."""
+    zero = invariant_values(fn, active)
+    if not zero:
+        return active
+    diff = nx.subgraph_view(graph, filter_node=lambda n: n not in zero,
+                            filter_edge=lambda u, v: graph.edges[u, v]["differentiable"])
+    varied = {p for p in fn.params if p in active}
+    for p in list(varied):
+        varied |= nx.descendants(diff, p)
+    result = fn.result.name        # active, so a value
+    useful = nx.ancestors(diff, result) | {result}
+    kept = {result, *fn.params}    # what the callers of the emitted code count on
+    return frozenset(n for n in active if n in varied and n in useful or n in kept)
 
 
 def _inactive(fn: Function, active: frozenset[str], callee: Any) -> frozenset[int]:

@@ -29,11 +29,15 @@ the emitters name no operation):
 - ``accumulate_by``: a helper ``f(total, index, g)`` adding this primitive's result on ``g``
   (``index=index, shape=total.shape``) into ``total`` in place: ``d_x += unindex(g,
   index=i, shape=s)`` is written ``d_x = scatter_add(d_x, i, g)``;
-- ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``).
-
-A ``@helper`` may carry ``of_shapes = True`` (it computes a number from shapes, reading no
-array: ``numel``) and ``recorded``: its form for recorded Tensors, which change nothing in
-place (``scatter_add``).
+- ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``);
+- ``shift``: what it does to a value that changes by a shift ``δ`` (``srcgrad.shift``, which
+  finds that the ``max`` of a logsumexp needs no adjoint): ``"plus"``, ``"minus"``,
+  ``"times"``, ``"over"``, ``"negated"``, ``"exponential"``, ``"logarithm"``, ``"choice"``
+  (``np.where``); ``"reduce_sum"`` (a sum over ``axis``/``keepdims``: keeps a factor constant
+  along the axes), ``"reduce_max"`` (max, min, mean: keeps a factor and commutes with adding
+  a constant); ``"select"`` (``x[index]``), ``"drop_axis"``/``"new_axis"`` (squeeze,
+  expand_dims over ``axis``), ``"rearrange"`` (each entry of the result is one of the
+  input's: reshape, transpose).
 """
 
 from srcgrad.runtime.rules.arrays import *

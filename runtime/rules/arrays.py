@@ -11,6 +11,7 @@ from srcgrad.runtime.primitives import (
     defvjp,
     defvjp_argnum,
     helper,
+    lookup,
     primitive,
     sum_to,
 )
@@ -78,6 +79,10 @@ defvjp(np.moveaxis, lambda g, ans, x, source, destination: np.moveaxis(g, destin
        nin=1)
 defvjp(np.broadcast_to, lambda g, ans, x, shape: sum_to(g, shape=x.shape), nin=1)
 defvjp(np.flip, lambda g, ans, x, axis=None: np.flip(g, axis=axis), nin=1)
+lookup(np.squeeze).shift, lookup(np.expand_dims).shift = "drop_axis", "new_axis"
+for _f in (np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to,
+           np.flip):
+    lookup(_f).shift = "rearrange"                  # a hint: see rules/__init__.py
 defvjp(np.roll, lambda g, ans, x, shift, axis=None: np.roll(g, negated(shift), axis=axis),
        nin=1)
 # Of a 1-D ``x`` NumPy builds a square matrix whose rows are all ``x``: the rows of the

@@ -197,7 +197,7 @@ def getitem(x, *, index):
 
 
 defvjp(getitem, lambda g, ans, x, index: unindex(g, index=index, shape=x.shape))
-getitem.spelling = ("subscript", "index")
+getitem.spelling, getitem.shift = ("subscript", "index"), "select"
 
 
 @primitive(dtype_rule="same")

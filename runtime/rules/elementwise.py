@@ -184,6 +184,10 @@ for _f, _op in ((np.less, "<"), (np.less_equal, "<="), (np.greater, ">"),
 lookup(np.negative).spelling = ("unary", "-")
 pow_scalar.spelling = ("operator", "**", "p")
 pow_scalar.folds_seed = rsub.folds_seed = True     # their rules fold a number g, as ufuncs'
+for _f, _how in ((np.add, "plus"), (np.subtract, "minus"), (np.multiply, "times"),
+                 (np.divide, "over"), (np.negative, "negated"), (np.exp, "exponential"),
+                 (np.log, "logarithm"), (np.where, "choice")):
+    lookup(_f).shift = _how                         # under a shift: see srcgrad.shift
 
 # Truth values, indices and piecewise constants that record no node: run on plain data.
 _TRUTH, _INDICES = "a boolean result", "integer indices or counts"

@@ -76,8 +76,7 @@ def softmax_cross_entropy_grad(w, x, labels):
     # snapshot_functions.py:21  logits = x @ w
     logits = x @ w
     # snapshot_functions.py:22  shifted = logits - np.max(logits, axis=1, keepdims=True)
-    max_logits = np.max(logits, axis=1, keepdims=True)
-    shifted = logits - max_logits
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
     # snapshot_functions.py:23  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     exp_shifted = np.exp(shifted)
     sum_1 = np.sum(exp_shifted, axis=1, keepdims=True)
@@ -100,9 +99,6 @@ def softmax_cross_entropy_grad(w, x, labels):
     d_shifted = d_shifted + d_exp_shifted * exp_shifted
     # adjoint of snapshot_functions.py:22  shifted = logits - np.max(logits, axis=1, keepdims=True)
     d_logits = unbroadcast(d_shifted, np.shape(logits))
-    d_max_logits = unbroadcast(-d_shifted, np.shape(max_logits))
-    mask = logits == unreduce(max_logits, shape=np.shape(logits), axis=1, keepdims=True)
-    d_logits = d_logits + np.where(mask, unreduce(d_max_logits / np.sum(mask, axis=1, keepdims=True), shape=np.shape(logits), axis=1, keepdims=True), 0)
     # adjoint of snapshot_functions.py:21  logits = x @ w
     d_w = matmul_rhs_grad(d_logits, x, b_shape=np.shape(w))
     return match_input(d_w, w)
