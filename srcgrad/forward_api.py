@@ -35,7 +35,7 @@ from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jvp", "jvp", "hvp_transform", "node_primitive"]
 
-BACKENDS = ("numpy", "cupy", "auto")
+BACKENDS = ("numpy", "numba", "cupy", "auto")
 
 
 def _plain_count(fun: Any) -> int | None:
@@ -252,7 +252,9 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
 
 
 def _backend(backend: str) -> str:
-    return "numpy" if backend == "auto" else backend
+    """The backend a jvp module is written for: forward mode has no shape specialisation,
+    so no fused kernels, and ``"numba"``'s jvp is NumPy's code."""
+    return "numpy" if backend in ("auto", "numba") else backend
 
 
 _JVPS: dict[Any, Jvp] = {}

@@ -52,3 +52,28 @@ def energy(x):
 def cubic(x):
     """A scalar function of a scalar (its grad of grad is kept)."""
     return np.sin(x) * x ** 3
+
+
+def elementwise_chain(x):
+    """The ten-operation elementwise chain of benchmarks/compiled_gradients.py: with
+    ``backend="numba"`` its gradient is one fused loop (its snapshot is the specialised
+    module)."""
+    y = np.sin(x)
+    y = y * x
+    y = np.exp(y * 0.1)
+    y = y + x
+    y = np.tanh(y)
+    y = y * y
+    y = y - x
+    y = np.cos(y)
+    y = y * 2.0
+    return np.sum(y)
+
+
+def row_logsumexp(x):
+    """The row logsumexp of benchmarks/fused_workloads.py, with a leaky ramp and a ReLU of
+    the rows' results: loops that end in reductions."""
+    m = np.max(x, axis=1, keepdims=True)
+    z = np.where(x > 0, x, 0.1 * x)
+    s = np.log(np.sum(np.exp(z - m), axis=1)) + m[:, 0]
+    return np.sum(np.maximum(s, 0.0))
