@@ -86,8 +86,9 @@ class Backend:
         return ast.BinOp(left, op, right)
 
     def swap(self, source: str) -> str:
-        """A helper's NumPy source (written with ``np.``) for this backend."""
-        return source if self.alias == "np" else re.sub(r"\bnp\.", f"{self.alias}.", source)
+        """A helper's NumPy source (written with ``np.``, or ``getattr(np, name)``) for
+        this backend."""
+        return source if self.alias == "np" else re.sub(r"\bnp\b(?=[.,)])", self.alias, source)
 
 
 class LazyKernels:

@@ -69,6 +69,18 @@ def _import_line(name: str, module: types.ModuleType) -> str | None:
     return f"import {real} as {name}" if real != name else f"import {name}"
 
 
+class _NumPyNames(ast.NodeTransformer):
+    """``np`` written as the backend's array module: the user's static expressions
+    (``np.zeros(3)``, a branch's ``np.sum(x) > 0``) and the dtypes and constants the compiler
+    spells with NumPy's names run on the backend's arrays."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(self.alias, node.ctx) if node.id == "np" else node
+
+
 def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set[str],
            title: str, free: dict[str, Any], backend: Backend | str = NUMPY,
            facts: dict[str, tuple] | None = None, main: str | None = None) -> str:
@@ -81,6 +93,8 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
         inline_single_use(fn, temps)
         hoist_shapes(fn, backend)
         drop_empty_comments(fn, _is_comment)
+        if backend.alias != "np" and "np" not in free:
+            _NumPyNames(backend.alias).visit(fn)
     parts = [_docstring(title), backend.import_line]
     for name, value in sorted(free.items()):
         if isinstance(value, types.ModuleType) and _import_line(name, value) is not None:

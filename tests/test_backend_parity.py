@@ -41,31 +41,6 @@ import srcgrad
 from srcgrad.cli import main as cli
 from srcgrad.ir import GENERATED
 
-_DTYPE = ("the CuPy module spells a dtype np.float64 (srcgrad/ir.py value_expr) or a folded "
-          "constant array np.array(...) (codegen/symbolic.py _leaf), and binds no np: NameError")
-_STATIC = ("the CuPy module keeps np. where the user wrote it (a branch or loop condition, a "
-           "constructor: np.zeros, np.full, np.array, np.shape ...) and binds no np: NameError")
-_HELPER = ("runtime/rules/shapes.py's helpers call getattr(np, how), which Backend.swap (it "
-           "rewrites np.) leaves as it is, in a CuPy module that binds no np: NameError")
-KNOWN_CUPY = {
-    **{f"rule:{n}": _DTYPE for n in ("cast", "cast_to", "cumprod", "median", "pad",
-                                     "percentile", "quantile", "to_scalar")},
-    "rule:joined": _HELPER, "rule:joined_rows": _HELPER, "random:2": _HELPER,
-    "random:102": _HELPER, "random:66": _DTYPE,
-    **{f"control:{n}": _STATIC for n in (
-        "branch on data:0", "conditional expression:0", "conditional expression:1",
-        "while with a data-dependent trip count:0", "subscript writes in a loop:0",
-        "writes by slice, by mask, and into an argument:0", "break and continue:0",
-        "break and continue:1", "break and continue:2", "break and continue:4",
-        "return anywhere:0", "return anywhere:1", "return anywhere:2",
-        "for else and while else:0", "for else and while else:1")},
-    **{f"list:{n}": _STATIC for n in ("appends in a branch: a list of varying length:0",
-                                      "list built by a while loop:0")},
-    **{f"random:{s}": _STATIC for s in (0, 15, 20, 29, 35, 44, 45, 48, 49, 50, 58, 65, 67, 68,
-                                        76, 78, 82, 89, 97, 104, 111, 116)},
-}
-"""Cases CuPy's generic code fails today (not its kernels): strict, so a fix shows."""
-
 KERNEL_FLOORS = {"rule": 45, "random": 5}
 """How many cases of a family must have run kernels, for each backend (numba and CuPy: 53 and
 52 of the rule table's 280 primitives, 8 and 7 of 120 random programs, when this was written;
@@ -136,11 +111,6 @@ def cupy_sweep(built, reference):
         return {name: run(built(name), "cupy", lambda: calls[0]) for name in CATALOGUE}
 
 
-def _params(known: dict[str, str]) -> list:
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=known[name]))
-            if name in known else name for name in CATALOGUE]
-
-
 def _check(name: str, got: Outcome, want: Outcome, marker: str) -> None:
     problem = compare(got, want)
     assert problem is None, f"{name}\n{describe(name)}\n{problem}\n{got.source}"
@@ -149,12 +119,12 @@ def _check(name: str, got: Outcome, want: Outcome, marker: str) -> None:
         f"{'has' if marker in got.source else 'has no'} kernels\n{got.source}")
 
 
-@pytest.mark.parametrize("name", _params({}))
+@pytest.mark.parametrize("name", CATALOGUE)
 def test_numba_gradient_equals_numpys(name, numba_sweep, reference):
     _check(name, numba_sweep[name], reference[name], "@njit")
 
 
-@pytest.mark.parametrize("name", _params(KNOWN_CUPY))
+@pytest.mark.parametrize("name", CATALOGUE)
 def test_cupy_gradient_equals_numpys(name, cupy_sweep, reference):
     _check(name, cupy_sweep[name], reference[name], "Kernel(")
 
