@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from srcgrad.build_parts import ModuleParts, args_of, guarded, where
+from srcgrad.codegen.backend import as_backend
 from srcgrad.codegen.forward import Forward
 from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.passes import eliminate_dead_code
@@ -41,7 +42,7 @@ def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] |
     ir = lower_function(fun, trees, wrt)
     wrt_names = [ir.params[i] for i in wrt]
     graph = build_graph(ir, wrt_names)      # also refuses a tangent flowing into a shape
-    module = _ForwardModule(ir, "np" if backend == "numpy" else "cp", tangent_only)
+    module = _ForwardModule(ir, as_backend(backend).alias, tangent_only)
     try:
         main = module.transform(ir, wrt_names, None)
     except SymbolicError as exc:
