@@ -3,8 +3,10 @@
 An expression becomes a Python expression over scalars, which numba compiles (and which runs
 as it is, more slowly, without numba): an operator where numba's operator means what the ufunc
 does on float64 (``%`` and ``//`` rather than numba's ``np.remainder``/``np.floor_divide``,
-which differ), ``np.where`` as a conditional expression, and ``np.sin(v)`` for the ufuncs
-numba compiles for scalars with NumPy's results.  Anything else is :class:`Unsupported`.
+which differ), ``np.where`` as a conditional expression, ``exp_f64(v)`` for the float64
+transcendental functions of :mod:`srcgrad.codegen.numba_math` that the kernel may call (they
+vectorise; libm's do not), and ``np.sin(v)`` for the other ufuncs numba compiles for scalars
+with NumPy's results.  Anything else is :class:`Unsupported`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 
 import numpy as np
 
+from srcgrad.codegen.numba_math import spelling
 from srcgrad.codegen.regions import Apply, Expr, Lit, Ref
 
 __all__ = ["Unsupported", "SUPPORTED", "OPERATORS", "supports", "Term", "write_expr", "spell",
@@ -104,8 +107,9 @@ class Term:
         self.node, self.dtype, self.python = node, np.dtype(dtype), python
 
 
-def write_expr(e: Expr, env: dict[str, Term]) -> Term:
-    """``e`` written for the kernel; ``env``: how each name is read at the loops' index."""
+def write_expr(e: Expr, env: dict[str, Term], helpers: frozenset[str] = frozenset()) -> Term:
+    """``e`` written for the kernel; ``env``: how each name is read at the loops' index;
+    ``helpers``: the functions of :mod:`~srcgrad.codegen.numba_math` it may call."""
     if isinstance(e, Ref):
         if e.name not in env:
             raise ValueError(f"a region reads {e.name}, which it never defines")
@@ -119,13 +123,14 @@ def write_expr(e: Expr, env: dict[str, Term]) -> Term:
         raise Unsupported(f"{e.func} gives dtype {dtype}")
     if dtype.kind == "b" and e.func not in _BOOL_RESULTS:
         raise Unsupported(f"{getattr(e.func, '__name__', e.func)} of bools")
-    args = [write_expr(a, env) for a in e.args]
-    return Term(spell(e.func, args, dtype), dtype, all(a.python for a in args))
+    args = [write_expr(a, env, helpers) for a in e.args]
+    return Term(spell(e.func, args, dtype, helpers), dtype, all(a.python for a in args))
 
 
-def spell(f: object, args: list[Term], dtype: np.dtype) -> ast.expr:
-    """``f(*args)`` in numba's Python: an operator where one means the same, else
-    ``np.f(...)``."""
+def spell(f: object, args: list[Term], dtype: np.dtype,
+          helpers: frozenset[str] = frozenset()) -> ast.expr:
+    """``f(*args)`` in numba's Python: an operator where one means the same, a function of
+    ``helpers`` where one computes it, else ``np.f(...)``."""
     nodes = [a.node for a in args]
     bools = all(a.dtype.kind == "b" for a in args)
     if f is np.where:
@@ -157,6 +162,8 @@ def spell(f: object, args: list[Term], dtype: np.dtype) -> ast.expr:
     if f is np.reciprocal and dtype.kind == "f":
         return ast.BinOp(ast.Constant(1.0), ast.Div(), nodes[0])
     if f in _CALLS:
-        return ast.Call(attr(f.__name__), nodes, [])
+        helper = spelling(f, dtype)
+        func = ast.Name(helper, ast.Load()) if helper in helpers else attr(f.__name__)
+        return ast.Call(func, nodes, [])
     raise Unsupported(f"numba kernels cannot write {getattr(f, '__name__', f)!r} "
                       f"for these dtypes ({', '.join(str(a.dtype) for a in args)})")

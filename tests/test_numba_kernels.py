@@ -243,7 +243,7 @@ def test_source_reads_like_the_statements():
     text = NUMBA_KERNELS.kernel(r)
     assert "@njit(cache=True, error_model='numpy')" in text and "fastmath" in text
     assert "y = x[i, j] * m[i, 0] + w[j]" in text
-    assert "if y > rmax or y != y:   # NaN propagates" in text
+    assert "rmax_row[j] = y" in text and "rmax = rmax_part" in text       # by stored rows
     assert "rs_out[i, 0] = rs" in text and "cs[0, j] += y" in text
     assert NUMBA_KERNELS.call(r) == ["y, rs, rmax, rmin, cs, cmax, total, top, neg = "
                                      "rows_k(x, m, w)", "total = np.float64(total)"]

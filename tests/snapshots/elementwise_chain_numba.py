@@ -21,7 +21,7 @@ except ImportError:   # without numba, the kernels run as plain Python (slowly)
 # Names from the user's module, bound when the module is loaded: dispatch
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def scale2_f64(y, k):
     """``y * 2**k`` for an int64 ``k`` in [-2100, 2046], rounded once: two factors that are
     normal numbers, the first product exact (``y`` is about 1)."""
@@ -30,22 +30,24 @@ def scale2_f64(y, k):
     return (y * first) * np.int64((k - half + 1023) << 52).view(np.float64)
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def exp_parts_f64(z):
     """``e**z = 2**k (y + tail)`` for ``z`` in [-1100, 1100] (``|tail| <= ulp(y) / 2``):
     ``z = k ln2 + r`` (Cody-Waite, ``|r| <= ln(2)/2``), ``e**r`` by Taylor's polynomial to
     ``r**13`` (truncation below 2**-57) added to ``1 + r`` in double-double.  ``k`` is an
     int64; NaN gives NaN parts."""
-    k = (z * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0   # rint(z/ln2)
+    magic, ln2_hi, ln2_lo = 6755399441055744.0, 6.93147180369123816490e-01, 1.9082149292705877e-10
+    k = (z * 1.4426950408889634 + magic) - magic            # rint(z / ln2): 1.5 * 2**52
     k = 0.0 if k != k else k
-    hi = z - k * 0.6931471803691238              # exact: ln2's first 32 bits
-    lo = k * 1.9082149292705877e-10              # the rest of ln2
+    hi = z - k * ln2_hi                                     # exact: ln2_hi has 32 bits
+    lo = k * ln2_lo
     r = hi - lo
-    q = 0.5 + r * (0.16666666666666666 + r * (0.041666666666666664 + r * (
-        0.008333333333333333 + r * (0.001388888888888889 + r * (0.0001984126984126984 + r * (
-            2.48015873015873e-05 + r * (2.7557319223985893e-06 + r * (
-                2.755731922398589e-07 + r * (2.505210838544172e-08 + r * (
-                    2.08767569878681e-09 + r * 1.6059043836821613e-10))))))))))
+    c2, c3, c4, c5 = 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333
+    c6, c7, c8 = 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05
+    c9, c10, c11 = 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08
+    c12, c13 = 2.08767569878681e-09, 1.6059043836821613e-10          # 1 / 13!
+    q = c2 + r * (c3 + r * (c4 + r * (c5 + r * (c6 + r * (c7 + r * (
+        c8 + r * (c9 + r * (c10 + r * (c11 + r * (c12 + r * c13))))))))))
     one = 1.0 + hi
     rest = (((1.0 - one) + hi) - lo) + r * r * q
     y = one + rest
@@ -62,44 +64,50 @@ def exp_f64(x):
     return np.float64(scale2_f64(y, k))
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def reduce_pio2_f64(x):
     """``x - n pi/2`` as ``y + tail`` with ``|y| <= pi/4``, and ``n mod 4``, for ``|x| <=
     2**20``: pi/2 in four parts (fdlibm's), the first three 33 bits long so that ``n`` times
-    each is exact, summed in double-double; the result is good to 2**-130 absolute."""
-    n = (x * 0.6366197723675814 + 6755399441055744.0) - 6755399441055744.0
-    a = x - n * 1.5707963267341256              # exact (Sterbenz)
-    b = -(n * 6.077100506303966e-11)             # exact
-    s = a + b                                    # two-sum: s + e1 == a + b exactly
-    bb = s - a
-    e1 = (a - (s - bb)) + (b - bb)
-    c = -(n * 2.0222662487111665e-21)            # exact
+    each is exact, summed in double-double (two-sums); good to 2**-130 absolute."""
+    pio2_1, pio2_2 = 1.57079632673412561417e+00, 6.07710050630396597660e-11
+    pio2_3, pio2_3t = 2.02226624871116645580e-21, 8.47842766036889956997e-32
+    n = (x * 6.36619772367581382433e-01 + 6755399441055744.0) - 6755399441055744.0
+    a = x - n * pio2_1                           # exact (Sterbenz)
+    b = -(n * pio2_2)                            # exact
+    s = a + b
+    back = s - a
+    e1 = (a - (s - back)) + (b - back)           # s + e1 == a + b
+    c = -(n * pio2_3)                            # exact
     s2 = s + c
-    cc = s2 - s
-    e2 = (s - (s2 - cc)) + (c - cc)
-    tail = (e1 + e2) - n * 8.4784276603689e-32
+    back = s2 - s
+    e2 = (s - (s2 - back)) + (c - back)
+    tail = (e1 + e2) - n * pio2_3t
     y = s2 + tail
     return y, tail - (y - s2), np.int64(n) & 3
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def sin_poly_f64(y, tail):
     """``sin(y + tail)`` for ``|y| <= pi/4`` (fdlibm's ``__kernel_sin``)."""
+    S1, S2 = -1.66666666666666324348e-01, 8.33333333332248946124e-03
+    S3, S4 = -1.98412698298579493134e-04, 2.75573137070700676789e-06
+    S5, S6 = -2.50507602534068634195e-08, 1.58969099521155010221e-10
     z = y * y
     w = z * z
-    r = 8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * 2.75573137070700676789e-06) + \
-        z * w * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)
+    r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6)
     v = z * y
-    return y - ((z * (0.5 * tail - v * r) - tail) - v * -1.66666666666666324348e-01)
+    return y - ((z * (0.5 * tail - v * r) - tail) - v * S1)
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def cos_poly_f64(y, tail):
     """``cos(y + tail)`` for ``|y| <= pi/4`` (fdlibm's ``__kernel_cos``)."""
+    C1, C2 = 4.16666666666666019037e-02, -1.38888888888741095749e-03
+    C3, C4 = 2.48015872894767294178e-05, -2.75573143513906633035e-07
+    C5, C6 = 2.08757232129817482790e-09, -1.13596475577881948265e-11
     z = y * y
     w = z * z
-    r = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * 2.48015872894767294178e-05)) + \
-        w * w * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11))
+    r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6))
     hz = 0.5 * z
     w = 1.0 - hz
     return w + (((1.0 - w) - hz) + (z * r - y * tail))
@@ -107,8 +115,8 @@ def cos_poly_f64(y, tail):
 
 @njit(inline='always', error_model='numpy')
 def sin_f64(x):
-    """``sin(x)`` for ``|x| <= 2**20`` (:data:`NEAR`): the polynomial of quadrant ``n`` of the
-    reduced argument; NaN beyond (inf too), where the kernel that calls it uses libm's."""
+    """``sin(x)`` for ``|x| <= 2**20``: the polynomial of quadrant ``n`` of the reduced
+    argument; NaN beyond (inf too)."""
     x = np.float64(x)
     near = abs(x) <= 1048576.0
     y, tail, n = reduce_pio2_f64(x if near else np.float64(0.0))
@@ -132,8 +140,9 @@ def cos_f64(x):
 @njit(inline='always', error_model='numpy')
 def tanh_f64(x):
     """``tanh(x) = (E - 1) / (E + 1)`` for ``E = e**(2|x|)`` from :func:`exp_parts_f64`, in
-    double-double arithmetic (``E - 1`` keeps its relative precision near 0), with the sign
-    of ``x``; 1 beyond ``|x| > 22``."""
+    double-double arithmetic (``E - 1`` keeps its relative precision near 0; the quotient is
+    corrected by its remainder, computed exactly with Dekker's product), with the sign of
+    ``x``; 1 beyond ``|x| > 22``."""
     x = np.float64(x)
     a = abs(x)
     y, tail, k = exp_parts_f64(2.0 * (22.0 if a > 22.0 else a))
@@ -145,12 +154,12 @@ def tanh_f64(x):
     den = big + 1.0
     back = den - big
     den_rest = ((big - (den - back)) + (1.0 - back)) + small
-    q = num / den                                           # corrected by the remainder
-    split = 134217729.0 * q                                 # num - q*den, exactly (Dekker)
+    q = num / den
+    split = 134217729.0 * q                                 # q = qh + ql, 26 bits each
     qh = split - (split - q)
     split = 134217729.0 * den
     dh = split - (split - den)
-    p = q * den
+    p = q * den                                             # p + error == q * den
     error = ((qh * dh - p) + qh * (den - dh) + (q - qh) * dh) + (q - qh) * (den - dh)
     z = q + ((((num - p) - error) + num_rest) - q * den_rest) / den
     z = 1.0 if a > 22.0 else z
@@ -162,8 +171,7 @@ def tanh_f64(x):
 def y_kernel_libm(x):
     """d_x over (8,), with libm's functions (for sin and cos beyond 2**20).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; sums add in loop order."""
     d_x_out = np.empty((8,), np.float64)
     for i in range(8):
         y = np.sin(x[i])
@@ -203,8 +211,7 @@ def y_kernel_libm(x):
 def y_kernel(x):
     """d_x over (8,).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; sums add in loop order."""
     d_x_out = np.empty((8,), np.float64)
     far = 0   # arguments of sin and cos beyond 1048576
     for i in range(8):

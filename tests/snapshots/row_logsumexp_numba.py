@@ -30,16 +30,17 @@ def unreduce(g, *, shape, axis=None, keepdims=False):
     return np.broadcast_to(g, shape)
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def max_row(row, count):
     """``row[:count].max()`` (NaN propagates; -inf for no elements), four at a time."""
     m0 = m1 = m2 = m3 = -np.inf
     stop = count - count % 4
     for j in range(0, stop, 4):
-        m0 = row[j] if row[j] > m0 or row[j] != row[j] else m0
-        m1 = row[j + 1] if row[j + 1] > m1 or row[j + 1] != row[j + 1] else m1
-        m2 = row[j + 2] if row[j + 2] > m2 or row[j + 2] != row[j + 2] else m2
-        m3 = row[j + 3] if row[j + 3] > m3 or row[j + 3] != row[j + 3] else m3
+        a, b, c, d = row[j], row[j + 1], row[j + 2], row[j + 3]
+        m0 = a if a > m0 or a != a else m0
+        m1 = b if b > m1 or b != b else m1
+        m2 = c if c > m2 or c != c else m2
+        m3 = d if d > m3 or d != d else m3
     for j in range(stop, count):
         m0 = row[j] if row[j] > m0 or row[j] != row[j] else m0
     m0 = m0 if m0 > m1 or m0 != m0 else m1
@@ -51,8 +52,8 @@ def max_row(row, count):
 def m_kernel(x):
     """m, mask, z over (4, 6).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; the rows a reduction along the last axis stores are
+    reduced with partial sums, other sums add in loop order."""
     mask_out = np.empty((4, 6), np.bool_)
     z_out = np.empty((4, 6), np.float64)
     m_out = np.empty((4, 1), np.float64)
@@ -73,7 +74,7 @@ def m_kernel(x):
     return m_out, mask_out, z_out
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def scale2_f64(y, k):
     """``y * 2**k`` for an int64 ``k`` in [-2100, 2046], rounded once: two factors that are
     normal numbers, the first product exact (``y`` is about 1)."""
@@ -82,22 +83,24 @@ def scale2_f64(y, k):
     return (y * first) * np.int64((k - half + 1023) << 52).view(np.float64)
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def exp_parts_f64(z):
     """``e**z = 2**k (y + tail)`` for ``z`` in [-1100, 1100] (``|tail| <= ulp(y) / 2``):
     ``z = k ln2 + r`` (Cody-Waite, ``|r| <= ln(2)/2``), ``e**r`` by Taylor's polynomial to
     ``r**13`` (truncation below 2**-57) added to ``1 + r`` in double-double.  ``k`` is an
     int64; NaN gives NaN parts."""
-    k = (z * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0   # rint(z/ln2)
+    magic, ln2_hi, ln2_lo = 6755399441055744.0, 6.93147180369123816490e-01, 1.9082149292705877e-10
+    k = (z * 1.4426950408889634 + magic) - magic            # rint(z / ln2): 1.5 * 2**52
     k = 0.0 if k != k else k
-    hi = z - k * 0.6931471803691238              # exact: ln2's first 32 bits
-    lo = k * 1.9082149292705877e-10              # the rest of ln2
+    hi = z - k * ln2_hi                                     # exact: ln2_hi has 32 bits
+    lo = k * ln2_lo
     r = hi - lo
-    q = 0.5 + r * (0.16666666666666666 + r * (0.041666666666666664 + r * (
-        0.008333333333333333 + r * (0.001388888888888889 + r * (0.0001984126984126984 + r * (
-            2.48015873015873e-05 + r * (2.7557319223985893e-06 + r * (
-                2.755731922398589e-07 + r * (2.505210838544172e-08 + r * (
-                    2.08767569878681e-09 + r * 1.6059043836821613e-10))))))))))
+    c2, c3, c4, c5 = 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333
+    c6, c7, c8 = 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05
+    c9, c10, c11 = 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08
+    c12, c13 = 2.08767569878681e-09, 1.6059043836821613e-10          # 1 / 13!
+    q = c2 + r * (c3 + r * (c4 + r * (c5 + r * (c6 + r * (c7 + r * (
+        c8 + r * (c9 + r * (c10 + r * (c11 + r * (c12 + r * c13))))))))))
     one = 1.0 + hi
     rest = (((1.0 - one) + hi) - lo) + r * r * q
     y = one + rest
@@ -114,20 +117,14 @@ def exp_f64(x):
     return np.float64(scale2_f64(y, k))
 
 
-@njit(inline='always', error_model='numpy')
+@njit(error_model='numpy')
 def sum_row(row, count):
     """``row[:count].sum()`` with eight partial sums, as NumPy's pairwise sum starts."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
     stop = count - count % 8
     for j in range(0, stop, 8):
-        s0 += row[j]
-        s1 += row[j + 1]
-        s2 += row[j + 2]
-        s3 += row[j + 3]
-        s4 += row[j + 4]
-        s5 += row[j + 5]
-        s6 += row[j + 6]
-        s7 += row[j + 7]
+        s0, s1, s2, s3 = s0 + row[j], s1 + row[j + 1], s2 + row[j + 2], s3 + row[j + 3]
+        s4, s5, s6, s7 = s4 + row[j + 4], s5 + row[j + 5], s6 + row[j + 6], s7 + row[j + 7]
     total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
     for j in range(stop, count):
         total += row[j]
@@ -138,8 +135,8 @@ def sum_row(row, count):
 def exp_z_minus_m_kernel(z, m):
     """exp_z_minus_m, sum_1 over (4, 6).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; the rows a reduction along the last axis stores are
+    reduced with partial sums, other sums add in loop order."""
     exp_z_minus_m_out = np.empty((4, 6), np.float64)
     sum_1_out = np.empty((4,), np.float64)
     for i in range(4):
@@ -158,8 +155,7 @@ def exp_z_minus_m_kernel(z, m):
 def d_s_kernel(s, sum_1):
     """d_sum_1 over (4,).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; sums add in loop order."""
     d_sum_1_out = np.empty((4,), np.float64)
     for i in range(4):
         d_s = 0.5 if s[i] == 0.0 else 1.0 if s[i] > 0.0 else 0.0
@@ -173,8 +169,7 @@ def d_s_kernel(s, sum_1):
 def d_z_minus_m_kernel(d_exp_z_minus_m, exp_z_minus_m, mask):
     """d_x over (4, 6).
 
-    float64 as NumPy: no fastmath; sums along the last axis add eight partial
-    sums per block of its values, others in loop order."""
+    float64 as NumPy: no fastmath; sums add in loop order."""
     d_x_out = np.empty((4, 6), np.float64)
     for i in range(4):
         for j in range(6):
