@@ -144,7 +144,13 @@ def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict
         return []
     taken = taken | {backend.alias, "math", "np", "cp", "numba"} | {
         node.id for f in functions for node in ast.walk(f) if isinstance(node, ast.Name)}
-    kernels = []
+    kernels: list[str] = []
+    looped: list[str] = []
+    loops = getattr(facts, "loops", None)        # loop bodies' facts (loop_sites.ShapeFacts)
+    if loops and backend.name == "numba":
+        from srcgrad.codegen.loop_kernels import loop_kernels
+        taken |= set(getattr(emitter, "names", ()))
+        looped = [_comments(k) for k in loop_kernels(functions, fn, loops, taken)]
     regions = find_regions(fn, facts, taken, alias=backend.alias,
                            supports=getattr(emitter, "supports", None))
     for region in reversed(regions):             # later statements first: indices hold
@@ -154,7 +160,7 @@ def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict
             continue
         fn.body[region.start:region.stop] = ast.parse("\n".join(emitter.call(region))).body
         kernels.insert(0, source)
-    return kernels
+    return kernels + looped
 
 
 def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = NUMPY,

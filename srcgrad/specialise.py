@@ -26,8 +26,10 @@ import networkx as nx
 import numpy as np
 
 from srcgrad.build_parts import guarded
+from srcgrad.codegen.loop_sites import RECORD, ShapeFacts, fact_of, instrument, merge
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Function, Stmt, Var
+from srcgrad.shapes import has_loops
 
 __all__ = ["Lowered", "Specialising", "build", "copy_ir", "shape_facts",
            "specialise"]
@@ -171,10 +173,15 @@ class Specialising:
         fn = self._specialised.get(key)
         if fn is not None:
             return fn(*args)
-        if len(self._specialised) >= 16:
+        if len(self._specialised) >= 16 or not self._loops_specialise():
             return self._fn(*args)
+        records: list = []
+        self._probe_records = records
         result, values = self._probe()(*args)
-        facts = shape_facts(values)
+        facts: dict = shape_facts(values)
+        if records:                      # loop bodies reported their locals, each iteration
+            facts = ShapeFacts(facts, merge(records))
+        records.clear()
         guard = {name: facts[name] for name in self._built_params() if name in facts}
         built = self._specialised_build(facts=facts, guard=(guard, self._redispatch))
         if built is None:
@@ -184,8 +191,15 @@ class Specialising:
         self.sources[repr(key)] = built.source
         return result
 
+    def _loops_specialise(self) -> bool:
+        """Whether this transform's loops (if any) may be specialised: only numba's code
+        is (its loops become kernels); the other backends keep their generic code."""
+        lowered = getattr(self, "_lowered", None)
+        return self.backend == "numba" or lowered is None or not has_loops(lowered.ir)
+
     def _probe(self) -> Callable:
-        """The generic function, changed to return its local values along with its result."""
+        """The generic function, changed to return its local values along with its result;
+        its loop bodies report theirs in every iteration (into ``self._probe_records``)."""
         if self._probe_fn is None:
             tree = ast.parse(self.source)
             main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
@@ -194,7 +208,10 @@ class Specialising:
                 if isinstance(node, ast.Return):
                     node.value = ast.Tuple([node.value, ast.Call(ast.Name("locals", ast.Load()),
                                                                  [], [])], ast.Load())
+            instrument(tree, main.name)
             namespace = dict(self._namespace)
+            namespace[RECORD] = lambda body, part, values: self._probe_records.append(
+                (body, part, {name: fact_of(v) for name, v in values.items()}))
             exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
                          "exec"), namespace)
             self._probe_fn = namespace[main.name]
