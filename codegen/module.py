@@ -24,6 +24,7 @@ from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.fusion import find_regions
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT
+from srcgrad.codegen.reuse import reuse_buffers
 from srcgrad.codegen.symbolic import helper_sources
 from srcgrad.ir import GENERATED, is_generated
 
@@ -128,29 +129,27 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
 
 def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict[str, tuple],
                  main: str | None, taken: set[str]) -> list[str]:
-    """Rewrite the main function for ``facts`` (in place) and return the kernels it now
-    calls: with the backend's ``kernels``, each fused region's statements become the
-    kernel's call (a region the emitter refuses with a ValueError stays as it was); NumPy
-    reuses dead buffers instead.  Kernel names avoid ``taken`` and every name in the code."""
+    """Rewrite the main function for ``facts`` (in place) and return the module-level
+    definitions it now calls.  With the backend's ``kernels``: its loops that qualify become
+    loop kernels (where the emitter has ``loops``, with the loop bodies' facts), then each
+    fused region's statements become the kernel's call (a region the emitter refuses with a
+    ValueError stays as it was).  NumPy reuses dead buffers instead.  New names avoid
+    ``taken``, every name in the code and the emitter's own; a definition several kernels
+    share (a math helper) is written once."""
     fn = next((f for f in functions if f.name == main), None) if main else functions[-1]
     emitter = backend.kernels
     if fn is None or emitter is None:
         if fn is not None and backend.name == NUMPY.name:
-            try:
-                from srcgrad.codegen.reuse import reuse_buffers
-            except ImportError:                  # not written yet: the code stays as it is
-                return []
             reuse_buffers(fn, facts)
         return []
-    taken = taken | {backend.alias, "math", "np", "cp", "numba"} | {
+    taken = taken | {backend.alias, "math", "np", "cp", "numba"} | set(
+        getattr(emitter, "names", ())) | {
         node.id for f in functions for node in ast.walk(f) if isinstance(node, ast.Name)}
-    kernels: list[str] = []
     looped: list[str] = []
     loops = getattr(facts, "loops", None)        # loop bodies' facts (loop_sites.ShapeFacts)
-    if loops and backend.name == "numba":
-        from srcgrad.codegen.loop_kernels import loop_kernels
-        taken |= set(getattr(emitter, "names", ()))
-        looped = [_comments(k) for k in loop_kernels(functions, fn, loops, taken)]
+    if loops and hasattr(emitter, "loops"):
+        looped = [_comments(k) for k in emitter.loops(functions, fn, loops, taken)]
+    kernels: list[str] = []
     regions = find_regions(fn, facts, taken, alias=backend.alias,
                            supports=getattr(emitter, "supports", None))
     for region in reversed(regions):             # later statements first: indices hold
@@ -160,7 +159,10 @@ def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict
             continue
         fn.body[region.start:region.stop] = ast.parse("\n".join(emitter.call(region))).body
         kernels.insert(0, source)
-    return kernels + looped
+    written: dict[str, None] = {}                # definitions, two blank lines apart
+    for text in kernels + looped:
+        written.update(dict.fromkeys(text.split("\n\n\n")))
+    return list(written)
 
 
 def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = NUMPY,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from srcgrad.codegen.loop_kernels import loop_kernels
 from srcgrad.codegen.numba_exprs import SUPPORTED, Unsupported, dtype_expr, supports
 from srcgrad.codegen.numba_math import HELPERS, LIMITED, definitions
 from srcgrad.codegen.numba_writer import PARALLEL_MIN, ROW, KernelWriter, final_kinds
@@ -35,6 +36,13 @@ class NumbaKernels:
     def supports(self, func: object) -> bool:
         """:func:`supports`, for the fusion pass."""
         return supports(func)
+
+    def loops(self, functions: list[ast.FunctionDef], main: ast.FunctionDef, loops: dict,
+              taken: set[str]) -> list[str]:
+        """The main function's loops that qualify as loop kernels
+        (:func:`~srcgrad.codegen.loop_kernels.loop_kernels`): rewritten to call them, whose
+        sources are returned."""
+        return loop_kernels(functions, main, loops, taken)
 
     def prelude(self) -> list[str]:
         return ["try:",
