@@ -58,8 +58,10 @@ class Accumulation:
         g = self.adj[var]
         value = ast.Constant(g) if isinstance(g, float) else g
         backend = self.tracer.backend
-        full = ast.Call(backend.path(np.full), [ast.Call(backend.path(np.shape), [_name(var)],
-                                                         []), value], [])
+        fact = self.facts.get(var)
+        shape = to_expr(fact[0]) if fact is not None else ast.Call(
+            backend.path(np.shape), [_name(var)], [])       # known when specialised
+        full = ast.Call(backend.path(np.full), [shape, value], [])
         name = g.id if isinstance(g, ast.Name) and var not in self.aliases else self.fresh(
             f"d_{var}")
         self.aliases.discard(var)

@@ -102,6 +102,9 @@ class Translator:
                 value = node.operand.value
                 return _literal(-value) if type(value) in (int, float) else None
             return self._apply(UNARY[type(node.op)], [node.operand], known, operator=True)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(
+                node.right, ast.Constant) and node.right.value == 0.5:
+            return self._square_root(node.left, known)
         if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
             return self._apply(BINOPS[type(node.op)], [node.left, node.right], known,
                                operator=True)
@@ -149,6 +152,15 @@ class Translator:
                 and func.nin == len(args)):
             return self._apply(func, args, known)
         return None
+
+    def _square_root(self, base: ast.expr, known: Known) -> Typed | None:
+        """``base ** 0.5``: NumPy computes an array's as ``np.sqrt`` (``(-0.0) ** 0.5`` is
+        -0.0, ``(-inf) ** 0.5`` nan), a scalar's as ``pow`` (0.0 and inf).  A value of shape
+        ``()`` may be either (a 0-d array, a NumPy scalar): it stays NumPy's."""
+        typed = self.expr(base, known)
+        if typed is None or typed.python or not typed.shape:
+            return None
+        return self._apply(np.sqrt, [base], known)
 
     def _apply(self, func: Callable, nodes: list[ast.expr], known: Known,
                operator: bool = False) -> Typed | None:

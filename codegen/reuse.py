@@ -235,14 +235,27 @@ class _Pass:
 
 class _Hoist(ast.NodeTransformer):
     """Elementwise parts of a pure statement that can write into a dead operand's buffer,
-    moved before it (in evaluation order) as in-place statements, leaving the buffer's name."""
+    moved before it (in evaluation order) as in-place statements, leaving the buffer's name.
+    Only an operand of an elementwise operation is hoisted: the buffer is then read into a
+    new array, never kept (a subscript, an attribute or a tuple would keep a view of it)."""
 
     def __init__(self, reuse: _Pass, top: ast.expr | None, hoisted: list[ast.stmt]) -> None:
         self.reuse, self.top, self.hoisted = reuse, top, hoisted
+        self.parents: list[ast.AST] = []
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        self.parents.append(node)
+        try:
+            return super().visit(node)
+        finally:
+            self.parents.pop()
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         node = super().generic_visit(node)
-        if node is self.top or not isinstance(node, ast.expr):
+        if node is self.top or not isinstance(node, ast.expr) or len(self.parents) < 2:
+            return node
+        operands = _operands(self.parents[-2])
+        if operands is None or not any(a is node for a in operands[1]):
             return node
         if (buffer := self.reuse.buffer(node)) is None:
             return node

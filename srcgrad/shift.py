@@ -214,18 +214,18 @@ def _select(st: Stmt, s: State) -> Any:
                                                                   st.params.get("index")))
 
 
-_REDUCING = ("reduce_sum", "reduce_max")
+_REDUCING = ("reduce_sum", "reduce_max", "reduce_mean")
 _CANDIDATES = ("reduce_max",)
-"""Which values are tried: a max, min or mean, subtracted to keep an exp from overflowing
-(other values are seldom invariant, and each try costs a pass over the rest of the body)."""
+"""Which values are tried: a max or min, subtracted to keep an exp from overflowing (other
+values are seldom invariant, and each try costs a pass over the rest of the body)."""
 _BINARY: dict[str, tuple[Callable, int]] = {       # broadcasting: the rule, how many inputs
     "plus": (_add, 2), "minus": (lambda st, a, b: _add(st, a, b, -1), 2),
     "times": (_multiply, 2), "over": (lambda st, a, b: _multiply(st, a, b, -1), 2),
     "choice": (_where, 3)}
 _UNARY: dict[str, Callable] = {
     "negated": _unary, "exponential": _unary, "logarithm": _unary, "reduce_sum": _reduce,
-    "reduce_max": _reduce, "drop_axis": _reshape, "new_axis": _reshape,
-    "rearrange": _reshape, "select": _select}
+    "reduce_max": _reduce, "reduce_mean": _reduce, "drop_axis": _reshape,
+    "new_axis": _reshape, "rearrange": _reshape, "select": _select}
 
 
 def _transfer(st: Stmt, states: dict[str, Any], rank: dict[str, Rank]) -> Any:

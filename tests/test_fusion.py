@@ -374,3 +374,32 @@ def test_numba_kernels_from_their_file():
         np.testing.assert_allclose(g(x), ref(x), rtol=1e-13)
     source = list(g.sources.values())[-1]
     assert "@njit" in source and g._latest.__code__.co_filename.endswith(".py")
+
+
+def root_over(x, y):
+    return np.sum(y / x ** 0.5 + y * 2.0)
+
+
+def test_an_arrays_square_root_power_is_numpys_sqrt(specialised):
+    # NumPy computes array ** 0.5 as np.sqrt: (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 nan,
+    # where pow (a kernel's **) gives 0.0 and inf
+    x = np.array([[-np.inf, -0.0, 4.0, -4.0]])
+    fn, facts, taken = specialised(root_over, x, np.ones_like(x))
+    applies = [e for r in find_regions(fn, facts, taken) for s in r.steps
+               if isinstance(s, Let) for e in _applies(s.expr)]
+    assert any(e.func is np.sqrt for e in applies)
+    assert not any(e.func is np.power and e.args[1] == Lit(0.5) for e in applies)
+
+
+def _applies(e):
+    if isinstance(e, Apply):
+        yield e
+        for a in e.args:
+            yield from _applies(a)
+
+
+def test_a_scalars_square_root_power_stays_numpys():
+    fn = _fn("def f(x, s):\n    y = x * s ** 0.5\n    z = y * y\n    return z\n")
+    facts = {"x": ((4,), F64), "s": ((), F64), "y": ((4,), F64), "z": ((4,), F64)}
+    for r in find_regions(fn, facts, set()):      # s may be a 0-d array or a NumPy scalar
+        assert "y" not in _lets(r)

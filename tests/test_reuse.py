@@ -386,3 +386,36 @@ def test_the_workloads_are_rewritten(monkeypatch, fun, args):
         g(*args)
     _, text = _with_the_pass(g, args)
     assert text.count("out=") >= 3 and ("+= " in text or "*= " in text), text
+
+
+# ------------------------------------------------ a hoisted operand is read, never kept
+def test_a_buffer_kept_by_a_view_is_never_hoisted_into():
+    # (a + 1.0)[1:] keeps a view of its sum: hoisted into a as ``a += 1.0``, that view would
+    # be a's buffer, which a later statement then takes for its own result
+    source = """
+        def g(x):
+            a = np.sin(x)
+            y = (a + 1.0)[1:]
+            z = np.cos(x) + 3.0
+            return y * z[1:]"""
+    facts = {"x": ((4,), F8), "a": ((4,), F8), "y": ((3,), F8), "z": ((4,), F8)}
+    assert "a += 1.0" not in run_pass(source, facts)
+
+
+def f_view_of_a_sum(x):
+    a = np.sin(x)
+    y = (a + 1.0)[1:]
+    z = np.cos(x) + 3.0
+    return np.sum(y * z[1:])
+
+
+def test_the_specialised_gradient_equals_the_generic_one_when_a_view_is_kept():
+    x = np.random.default_rng(4).normal(size=(4, 4))
+    g = srcgrad.grad(f_view_of_a_sum)
+    first = g(x)
+    second = g(x)                         # the specialised module, buffers reused
+    assert g.sources                      # it was specialised
+    np.testing.assert_array_equal(second, first)
+    np.testing.assert_allclose(first, np.cos(x) * np.vstack([np.zeros(4), np.cos(x[1:]) + 3])
+                               - np.sin(x) * np.vstack([np.zeros(4), np.sin(x[1:]) + 1]),
+                               rtol=1e-12)

@@ -335,3 +335,21 @@ def test_second_derivatives_agree_with_jax(fn):
     got = srcgrad.hessian(fn)(x)
     rebound = types.FunctionType(fn.__code__, {**fn.__globals__, "np": jax.numpy}, fn.__name__)
     np.testing.assert_allclose(got, np.asarray(jax.hessian(rebound)(x)), rtol=1e-8, atol=1e-10)
+
+
+def lse_about_the_mean(x):
+    m = np.mean(x, axis=1, keepdims=True)
+    return np.sum(np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m)
+
+
+def test_a_mean_keeps_its_adjoint_where_exp_may_overflow():
+    # x - mean(x) does not keep exp from overflowing: there the mean's adjoint is NaN, and
+    # dropping it would change which entries of the gradient are NaN
+    from srcgrad.fallback import eager_transform
+    x = np.array([[0.0, 2000.0], [1.0, 2.0]])
+    with np.errstate(all="ignore"):
+        got = srcgrad.grad(lse_about_the_mean)(x)
+        want = eager_transform(lse_about_the_mean, "grad", [x], (0,), True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[0]).all()
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)

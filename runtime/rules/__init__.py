@@ -34,10 +34,12 @@ the emitters name no operation):
   finds that the ``max`` of a logsumexp needs no adjoint): ``"plus"``, ``"minus"``,
   ``"times"``, ``"over"``, ``"negated"``, ``"exponential"``, ``"logarithm"``, ``"choice"``
   (``np.where``); ``"reduce_sum"`` (a sum over ``axis``/``keepdims``: keeps a factor constant
-  along the axes), ``"reduce_max"`` (max, min, mean: keeps a factor and commutes with adding
-  a constant); ``"select"`` (``x[index]``), ``"drop_axis"``/``"new_axis"`` (squeeze,
-  expand_dims over ``axis``), ``"rearrange"`` (each entry of the result is one of the
-  input's: reshape, transpose).
+  along the axes), ``"reduce_max"`` (max, min: keeps a factor and commutes with adding
+  a constant), ``"reduce_mean"`` (the same, but never tried as the shifted value: ``x -
+  mean(x)`` does not keep an ``exp`` from overflowing, and where it overflows the dropped
+  adjoint would change which gradient entries are NaN); ``"select"`` (``x[index]``),
+  ``"drop_axis"``/``"new_axis"`` (squeeze, expand_dims over ``axis``), ``"rearrange"``
+  (each entry of the result is one of the input's: reshape, transpose).
 """
 
 from srcgrad.runtime.rules.arrays import *

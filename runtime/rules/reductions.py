@@ -188,8 +188,9 @@ def _nanstd_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
 defvjp(np.nanvar, _nanvar_vjp, dtype_rule="float")
 defvjp(np.nanstd, _nanstd_vjp, dtype_rule="float")
 lookup(np.sum).shift = lookup(np.nansum).shift = "reduce_sum"     # hints: see rules/__init__
-for _f in (np.max, np.min, np.mean, np.nanmax, np.nanmin, np.nanmean):
+for _f in (np.max, np.min, np.nanmax, np.nanmin):
     lookup(_f).shift = "reduce_max"
+lookup(np.mean).shift = lookup(np.nanmean).shift = "reduce_mean"
 defvjp(np.nanprod, lambda g, ans, x, axis=None, keepdims=False: np.where(
     np.isnan(x), 0.0, unreduce(g, shape=x.shape, axis=axis, keepdims=keepdims)
     * prod_others(np.where(np.isnan(x), 1.0, x), axis=axis)))
