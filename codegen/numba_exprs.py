@@ -5,8 +5,17 @@ as it is, more slowly, without numba): an operator where numba's operator means 
 does on float64 (``%`` and ``//`` rather than numba's ``np.remainder``/``np.floor_divide``,
 which differ), ``np.where`` as a conditional expression, ``exp_f64(v)`` for the float64
 transcendental functions of :mod:`srcgrad.codegen.numba_math` that the kernel may call (they
-vectorise; libm's do not), and ``np.sin(v)`` for the other ufuncs numba compiles for scalars
-with NumPy's results.  Anything else is :class:`Unsupported`.
+vectorise; libm's do not), ``sign_f64``, ``maximum_f64`` and ``minimum_f64`` where numba's
+``np.sign``, ``np.maximum`` and ``np.minimum`` differ from NumPy's on signed zeros, and
+``np.sin(v)`` for the other ufuncs numba compiles for scalars with NumPy's results.  Anything
+else is :class:`Unsupported`.
+
+Without numba's JIT the same text runs on NumPy scalars and Python numbers, and Python
+numbers raise (or turn complex) where NumPy gives inf or nan: each written expression knows
+whether its value may be a Python number at run time (a literal, a Python scalar argument,
+a conditional with such a branch, an operator over such values), and a division, power,
+remainder or floor division over Python numbers only converts its left operand to NumPy's
+scalar first (``np.float64(2.0) / z``).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ import math
 
 import numpy as np
 
-from srcgrad.codegen.numba_math import spelling
+from srcgrad.codegen.numba_math import ZEROS, spelling
 from srcgrad.codegen.regions import Apply, Expr, Lit, Ref
 
 __all__ = ["Unsupported", "SUPPORTED", "OPERATORS", "supports", "Term", "write_expr", "spell",
@@ -48,8 +57,9 @@ _CALLS = frozenset({
     np.isnan, np.isinf, np.isfinite, np.signbit, np.deg2rad, np.rad2deg, np.degrees,
     np.radians, np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2,
     np.copysign, np.arctan2, np.hypot, np.float_power, np.nextafter, np.fmod})
-"""Ufuncs written ``np.name(...)``: numba compiles each of them for scalars, and they
-match NumPy for float64 (checked over NaN, inf, signed zeros and ordinary values)."""
+"""Ufuncs written ``np.name(...)`` or as a helper of :mod:`~srcgrad.codegen.numba_math`:
+numba compiles each of them for scalars, and they match NumPy for float64 (checked, jitted
+and as Python, over NaN, inf, signed zeros and ordinary values; libm's within 2 ulp)."""
 _BOOL_RESULTS = frozenset({np.where, np.logical_not, np.isnan, np.isinf, np.isfinite,
                            np.signbit, *_COMPARE, *_LOGICAL, *_BITWISE})
 """The functions this emitter writes for a bool result (NumPy's ``True + True`` is True)."""
@@ -100,8 +110,10 @@ def literal_dtype(value: float | int | bool) -> np.dtype:
 
 
 class Term:
-    """An expression written for the kernel: its node, dtype, and whether it is made of
-    Python numbers only (literals and scalar arguments passed as Python numbers)."""
+    """An expression written for the kernel: its node, dtype, and whether its value may be a
+    Python number when the kernel runs as Python (``python``: a literal, a scalar argument
+    passed as a Python number, a conditional with such a branch, an operator over such
+    values); an element of an array and a NumPy function's result are NumPy scalars."""
 
     def __init__(self, node: ast.expr, dtype: np.dtype, python: bool):
         self.node, self.dtype, self.python = node, np.dtype(dtype), python
@@ -123,47 +135,51 @@ def write_expr(e: Expr, env: dict[str, Term], helpers: frozenset[str] = frozense
         raise Unsupported(f"{e.func} gives dtype {dtype}")
     if dtype.kind == "b" and e.func not in _BOOL_RESULTS:
         raise Unsupported(f"{getattr(e.func, '__name__', e.func)} of bools")
-    args = [write_expr(a, env, helpers) for a in e.args]
-    return Term(spell(e.func, args, dtype, helpers), dtype, all(a.python for a in args))
+    return spell(e.func, [write_expr(a, env, helpers) for a in e.args], dtype, helpers)
 
 
 def spell(f: object, args: list[Term], dtype: np.dtype,
-          helpers: frozenset[str] = frozenset()) -> ast.expr:
+          helpers: frozenset[str] = frozenset()) -> Term:
     """``f(*args)`` in numba's Python: an operator where one means the same, a function of
-    ``helpers`` where one computes it, else ``np.f(...)``."""
+    ``helpers`` (or of ``ZEROS``) where one computes it, else ``np.f(...)``."""
     nodes = [a.node for a in args]
+    python = all(a.python for a in args)
     bools = all(a.dtype.kind == "b" for a in args)
     if f is np.where:
         body, orelse = (ast.Constant(in_kind(n.value, dtype)) if isinstance(n, ast.Constant)
                         else n for n in nodes[1:])
-        return ast.IfExp(nodes[0], body, orelse)
+        return Term(ast.IfExp(nodes[0], body, orelse), dtype, args[1].python or args[2].python)
+    if f is np.square:
+        return spell(np.power, [args[0], Term(ast.Constant(2), np.dtype(int), True)], dtype)
+    if f is np.reciprocal and dtype.kind == "f":
+        return spell(np.true_divide, [Term(ast.Constant(1.0), dtype, True), args[0]], dtype)
     if f in OPERATORS:
-        left = nodes[0]
-        if f in _RAISING and all(a.python for a in args):
+        left, by = nodes[0], nodes[1]
+        exact = f is np.true_divide and isinstance(by, ast.Constant) and by.value != 0
+        if f in _RAISING and python and not exact:        # (exact: `/` by a nonzero literal)
             left = ast.Call(dtype_expr(dtype), [left], [])    # NumPy's rules, not Python's
-        return ast.BinOp(left, OPERATORS[f](), nodes[1])
+            python = False
+        return Term(ast.BinOp(left, OPERATORS[f](), nodes[1]), dtype, python)
     if f in _COMPARE:
-        return ast.Compare(nodes[0], [_COMPARE[f]()], [nodes[1]])
+        return Term(ast.Compare(nodes[0], [_COMPARE[f]()], [nodes[1]]), dtype, python)
     if f in _UNARY:
-        return ast.UnaryOp(_UNARY[f](), nodes[0])
+        return Term(ast.UnaryOp(_UNARY[f](), nodes[0]), dtype, python)
     if f in _LOGICAL:
         if not bools:
             nodes = [ast.Compare(n, [ast.NotEq()], [ast.Constant(0)]) for n in nodes]
-        return ast.BinOp(nodes[0], _LOGICAL[f](), nodes[1])
+        return Term(ast.BinOp(nodes[0], _LOGICAL[f](), nodes[1]), dtype, python)
     if f in _BITWISE and all(a.dtype.kind in "biu" for a in args):
-        return ast.BinOp(nodes[0], _BITWISE[f](), nodes[1])
-    if f is np.logical_not:
-        return (ast.UnaryOp(ast.Not(), nodes[0]) if bools
-                else ast.Compare(nodes[0], [ast.Eq()], [ast.Constant(0)]))
+        return Term(ast.BinOp(nodes[0], _BITWISE[f](), nodes[1]), dtype, python)
+    if f is np.logical_not:                    # `not v` is a Python bool, whatever v is
+        return Term(ast.UnaryOp(ast.Not(), nodes[0]) if bools
+                    else ast.Compare(nodes[0], [ast.Eq()], [ast.Constant(0)]), dtype,
+                    bools or python)
     if f is np.absolute:
-        return ast.Call(ast.Name("abs", ast.Load()), nodes, [])
-    if f is np.square:
-        return ast.BinOp(nodes[0], ast.Pow(), ast.Constant(2))
-    if f is np.reciprocal and dtype.kind == "f":
-        return ast.BinOp(ast.Constant(1.0), ast.Div(), nodes[0])
+        return Term(ast.Call(ast.Name("abs", ast.Load()), nodes, []), dtype, python)
     if f in _CALLS:
         helper = spelling(f, dtype)
-        func = ast.Name(helper, ast.Load()) if helper in helpers else attr(f.__name__)
-        return ast.Call(func, nodes, [])
+        func = (ast.Name(helper, ast.Load()) if helper in helpers or helper in ZEROS.values()
+                else attr(f.__name__))
+        return Term(ast.Call(func, nodes, []), dtype, False)      # a NumPy scalar
     raise Unsupported(f"numba kernels cannot write {getattr(f, '__name__', f)!r} "
                       f"for these dtypes ({', '.join(str(a.dtype) for a in args)})")

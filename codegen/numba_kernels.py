@@ -66,13 +66,13 @@ class NumbaKernels:
         helpers = frozenset(HELPERS) - (LIMITED if region.updated else frozenset())
         twin = f"{region.name}_libm"
         writer = KernelWriter(region, helpers, None if region.updated else twin)
-        text = writer.write()
-        parts = definitions(writer.used)
-        if writer.far:
+        texts, used = [writer.write()], set(writer.used)
+        if writer.far:             # the twin calls the helpers for signed zeros too
             plain = KernelWriter(dataclasses.replace(region, name=twin),
-                            note=", with libm's functions (for sin and cos beyond 2**20)")
-            parts.append(plain.write())
-        return "\n\n\n".join(parts + [text])
+                                 note=", with libm's functions (for sin and cos beyond 2**20)")
+            texts.insert(0, plain.write())
+            used |= plain.used
+        return "\n\n\n".join(definitions(used) + texts)
 
     def call(self, region: Region) -> list[str]:
         """``y, d_x = kernel(x, m)``: a 0-d array argument is passed as its scalar

@@ -1,5 +1,6 @@
 """Float64 ``exp``, ``expm1``, ``log``, ``log1p``, ``sin``, ``cos`` and ``tanh`` that LLVM
-vectorises, for the numba kernels (``backend="numba"``), and the row reductions they use.
+vectorises, for the numba kernels (``backend="numba"``), the row reductions they use, and
+``sign``, ``maximum`` and ``minimum`` with NumPy's signed zeros (numba's differ).
 
 numba compiles ``np.exp(x)`` on a scalar to a call of libm's ``exp``, one element at a time
 (4 to 15 ns each here), so a fused loop of transcendental functions is no faster than NumPy.
@@ -27,7 +28,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["SPELLINGS", "HELPERS", "NEAR", "LIMITED", "spelling", "definitions"]
+__all__ = ["SPELLINGS", "ZEROS", "HELPERS", "NEAR", "LIMITED", "spelling", "definitions"]
 
 NEAR = 1048576.0
 """``sin_f64`` and ``cos_f64`` are exact for ``|x| <= NEAR`` (2**20), and NaN beyond."""
@@ -259,6 +260,22 @@ def tanh_f64(x):
     return np.float64(np.copysign(z, x))
 
 
+def sign_f64(x):
+    """NumPy's ``np.sign``: +0.0 for either zero (numba's keeps -0.0), NaN for NaN."""
+    return np.float64(1.0 if x > 0.0 else -1.0 if x < 0.0 else 0.0 if x == 0.0 else x)
+
+
+def maximum_f64(a, b):
+    """NumPy's ``np.maximum``: NaN propagates, and ``b`` where they are equal
+    (``np.maximum(0.0, -0.0)`` is -0.0; numba's gives ``a``)."""
+    return np.float64(a if a > b or a != a else b)
+
+
+def minimum_f64(a, b):
+    """NumPy's ``np.minimum``: NaN propagates, and ``b`` where they are equal."""
+    return np.float64(a if a < b or a != a else b)
+
+
 def sum_row(row, count):
     """``row[:count].sum()`` with eight partial sums, as NumPy's pairwise sum starts."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
@@ -308,7 +325,7 @@ def min_row(row, count):
 
 _FUNCTIONS = (scale2_f64, exp_parts_f64, exp_f64, expm1_f64, log_poly_f64, log_f64, log1p_f64,
               reduce_pio2_f64, sin_poly_f64, cos_poly_f64, sin_f64, cos_f64, tanh_f64,
-              sum_row, max_row, min_row)
+              sign_f64, maximum_f64, minimum_f64, sum_row, max_row, min_row)
 _USES = {"exp_f64": ("exp_parts_f64", "scale2_f64"), "expm1_f64": ("scale2_f64",),
          "log_f64": ("log_poly_f64",), "log1p_f64": ("log_poly_f64",),
          "sin_f64": ("reduce_pio2_f64", "sin_poly_f64", "cos_poly_f64"),
@@ -322,6 +339,9 @@ HELPERS = tuple(f.__name__ for f in _FUNCTIONS)
 SPELLINGS = {np.exp: "exp_f64", np.expm1: "expm1_f64", np.log: "log_f64",
              np.log1p: "log1p_f64", np.sin: "sin_f64", np.cos: "cos_f64", np.tanh: "tanh_f64"}
 """The ufuncs a kernel writes as a call of a helper here, for a float64 result."""
+ZEROS = {np.sign: "sign_f64", np.maximum: "maximum_f64", np.minimum: "minimum_f64"}
+"""The ufuncs whose float64 results numba's ``np.f`` gives with another signed zero than
+NumPy's: a kernel (its libm twin too) always calls these helpers for them."""
 
 
 def spelling(func: object, dtype: np.dtype) -> str | None:
@@ -330,7 +350,7 @@ def spelling(func: object, dtype: np.dtype) -> str | None:
     if np.dtype(dtype) != np.float64:
         return None
     try:
-        return SPELLINGS.get(func)
+        return SPELLINGS.get(func) or ZEROS.get(func)
     except TypeError:                  # unhashable: no ufunc
         return None
 
@@ -341,7 +361,8 @@ _TEXT: dict[str, str] = {}
 def _text(name: str) -> str:
     if name not in _TEXT:
         function = next(f for f in _FUNCTIONS if f.__name__ == name)
-        decorator = _INLINED if name in SPELLINGS.values() else _PLAIN
+        inlined = name in SPELLINGS.values() or name in ZEROS.values()
+        decorator = _INLINED if inlined else _PLAIN
         _TEXT[name] = decorator + "\n" + inspect.getsource(function).rstrip()
     return _TEXT[name]
 

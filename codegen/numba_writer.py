@@ -13,8 +13,10 @@ axes stores each row (in blocks of ``ROW`` values) and reduces it with eight par
 (four for a maximum or minimum): the loop that computes the values then carries no float
 from one element to the next, and LLVM vectorises it.  NumPy adds pairwise, starting with
 eight partial sums; other sums add in loop order: the results agree to about 1e-13 relative
-on ordinary data.  Signed zeros may differ where NumPy's choice is arbitrary
-(``np.maximum(0.0, -0.0)``).
+on ordinary data.  Signed zeros are NumPy's (sums start at +0.0, as NumPy's do: a sum of
+-0.0 alone is +0.0; a maximum or minimum over outer axes takes the later of equal values, as
+NumPy's ``np.maximum`` does), except the sign of a zero maximum or minimum along the last
+axes, which NumPy's vector loops choose in no fixed order.
 """
 
 from __future__ import annotations
@@ -25,17 +27,15 @@ import math
 import numpy as np
 
 from srcgrad.codegen.numba_exprs import (
-    OPERATORS,
     Term,
     Unsupported,
     constant,
     dtype_expr,
     in_kind,
-    spell,
     write_expr,
 )
 from srcgrad.codegen.numba_math import HELPERS, LIMITED, NEAR
-from srcgrad.codegen.regions import Expr, Let, Note, Reduce, Region, Update
+from srcgrad.codegen.regions import Apply, Expr, Let, Note, Reduce, Ref, Region, Update
 
 __all__ = ["KernelWriter", "final_kinds", "PARALLEL_MIN", "ROW"]
 
@@ -44,6 +44,8 @@ PARALLEL_MIN = 2 ** 16
 ROW = 1024
 """The block of the last axis whose values a float reduction stores before reducing them."""
 _REDUCTIONS = (np.add, np.maximum, np.minimum)
+BUILTINS = ("range", "abs", "min")
+"""The builtins a kernel calls (a user's name must not hide them)."""
 
 
 def _identity(func: object, dtype: np.dtype) -> float | int | bool:
@@ -93,7 +95,7 @@ class KernelWriter:
             if np.dtype(value.dtype).kind not in "biuf":
                 raise Unsupported(f"{value.name} has dtype {value.dtype}")
         self.inputs = {v.name: v for v in region.inputs}
-        self.reserved = {"np", "njit", "prange", "range", "abs", region.name, *HELPERS}
+        self.reserved = {"np", "njit", "prange", *BUILTINS, region.name, *HELPERS}
         self.reserved |= {twin} if twin else set()            # the kernel's own names
         self.taken = set(self.inputs) | {s.name for s in region.steps if not isinstance(s, Note)}
         self.taken |= self.reserved
@@ -274,7 +276,7 @@ class KernelWriter:
             local = old.node.id                     # rebound with the same dtype
         else:
             local = self._fresh(step.name)
-        self.env[step.name] = Term(ast.Name(local, ast.Load()), dtype, False)
+        self.env[step.name] = Term(ast.Name(local, ast.Load()), dtype, term.python)
         self.locals.add(step.name)
         line = f"{local} = {ast.unparse(node)}"
         return [line, self._store(step.name)] if store else [line]
@@ -284,12 +286,12 @@ class KernelWriter:
         if step.name not in self.locals and (value is None or value.shape != self.region.domain):
             raise ValueError(f"region {self.region.name} updates {step.name}, which is not a "
                              "buffer of the domain's shape")
-        term = self.expr(step.expr)
-        if step.func in OPERATORS:
-            line = ast.unparse(ast.AugAssign(target.node, OPERATORS[step.func](), term.node))
-        else:
-            new = spell(step.func, [target, term], target.dtype)
-            line = f"{ast.unparse(target.node)} = {ast.unparse(new)}"
+        new = self.expr(Apply(step.func, (Ref(step.name), step.expr), target.dtype))
+        if isinstance(new.node, ast.BinOp) and new.node.left is target.node:   # `y op= v`
+            line = ast.unparse(ast.AugAssign(target.node, new.node.op, new.node.right))
+        else:              # a function, a conditional, or NumPy's rules for Python numbers
+            line = f"{ast.unparse(target.node)} = {ast.unparse(new.node)}"
+        self.env[step.name] = Term(target.node, target.dtype, new.python)
         return [line, self._store(step.name)] if store else [line]
 
     def _reduce(self, step: Reduce) -> list[str]:
@@ -330,7 +332,7 @@ class KernelWriter:
         if not isinstance(term.node, (ast.Name, ast.Subscript)):
             lines.append(f"{(local := self._fresh(step.name + '_item'))} = {item}")
             item = local
-        op = ">" if step.func is np.maximum else "<"
+        op = ">=" if step.func is np.maximum else "<="        # the later of equal zeros
         return lines + [f"if {item} {op} {acc} or {item} != {item}:   # NaN propagates",
                         f"    {acc} = {item}"]
 
