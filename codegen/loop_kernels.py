@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import ast
 import copy
+import logging
 
-from srcgrad.codegen.loop_shapes import ADD_OUTER, BOOL, I8, Body, Refused, is_comment
+from srcgrad.codegen.loop_shapes import ADD_OUTER, BOOL, F8, I8, Body, Refused, is_comment
 from srcgrad.codegen.loop_sites import Fact, LoopSite, find_loops
 
 __all__ = ["loop_kernels", "Refused"]
 
 DECORATOR = "@njit(cache=True, error_model='numpy')"
+
+LOG = logging.getLogger(__name__)
+"""Why a loop keeps its generic code, logged at DEBUG level (``srcgrad.codegen.loop_kernels``)."""
 
 _COTANGENT = '''def {name}(g, shape):
     """A loop kernel's starting cotangent: ``g`` (None for zero, a number, or an array that
@@ -53,7 +57,8 @@ def loop_kernels(functions: list[ast.FunctionDef], main: ast.FunctionDef,
     for site in find_loops(main):
         body = by_name.get(site.body)
         seen = loops.get(site.body)
-        if body is None or not seen or set(seen) != {"primal", "backward"}:
+        if body is None or not seen or not {"primal", "backward"} <= set(seen):
+            LOG.debug("loop %s: no facts of its body and closure", site.body)
             continue
         try:
             if cotangent is None:
@@ -64,7 +69,8 @@ def loop_kernels(functions: list[ast.FunctionDef], main: ast.FunctionDef,
             forward, adjoint = _fresh(f"{names}_forward", taken), _fresh(f"{names}_adjoint",
                                                                          taken)
             texts = kernel.write(forward, adjoint, cotangent)
-        except Refused:
+        except Refused as why:
+            LOG.debug("loop %s keeps its generic code: %s", site.body, why)
             continue
         sources += texts
         outer_used = outer_used or kernel.outer_used
@@ -135,6 +141,7 @@ class _Kernel:
         self.out = [fwd.expr(e) for e in out]
         if [f for _, f in self.out] != [env[p] for p in self.carried]:
             raise Refused("a carried value changes shape")
+        self.remade = self._numpy_scalars(out, seen.get("python", frozenset()))
         self._backward(fwd, closure)
 
     @staticmethod
@@ -148,6 +155,18 @@ class _Kernel:
                 del primal[i]
                 return st.value.elts
         raise Refused("the body's outputs")
+
+    def _numpy_scalars(self, out: list[ast.expr], python: frozenset[str]) -> dict[int, str]:
+        """``{i: "float64"}`` for each carried scalar that left the last iteration as a NumPy
+        scalar (numba returns Python's: the main function makes NumPy's again)."""
+        remade = {}
+        for i, (e, (shape, dtype, _)) in enumerate(zip(out, (f for _, f in self.out))):
+            if shape or isinstance(e, ast.Constant) or _name(e) in python:
+                continue
+            if _name(e) is None or dtype != F8:
+                raise Refused("a carried scalar of unknown type")
+            remade[i] = dtype.name
+        return remade
 
     def _backward(self, fwd: Body, closure: ast.FunctionDef) -> None:
         """The adjoint statements, the cotangents' and totals' names and facts, and the
@@ -181,7 +200,7 @@ class _Kernel:
         if any(f is None or f[1] == BOOL or f[2] == "int" for f in facts):
             raise Refused("a cotangent of other than floats")
         self.facts = facts
-        inner = {*fwd.env, *fwd.shapes, *fwd.assigned}
+        inner = {*fwd.env, *fwd.shapes, *fwd.indices, *fwd.assigned}
         names = inner | set(self.targets[1:1 + n]) | set(extras) | {*_stores(closure)}
         if set(_stores(closure)) & inner or set(targets[1:1 + n] + extras) & (
                 inner | set(_stores(closure))):
@@ -207,7 +226,7 @@ class _Kernel:
         env = dict(fwd.env)
         env.update(zip(seeds, facts))
         bwd = Body(env, outer=self.add_outer)
-        bwd.shapes = dict(fwd.shapes)
+        bwd.shapes, bwd.indices = dict(fwd.shapes), dict(fwd.indices)
         self.backward = bwd.statements(stmts)
         bwd.check(self.seen["backward"], bwd.assigned)
         returned = [back_ret.value.elts[1 + i] for i in range(n)] + [
@@ -277,6 +296,10 @@ class _Kernel:
         starts = [f"{self.seed}[{i}]" for i in range(len(self.carried))] + self.extras
         args = [f"{cotangent}({s}, {f[0]!r})" for s, f in zip(starts, self.facts)]
         back = (f"{_tuple(seeds)} = {adjoint}(*{site.backs}, {', '.join(args + consts)})")
+        if self.remade:        # numba returns a Python float where NumPy's code has its own
+            items = [f"np.{self.remade[k]}({site.state}[{k}])" if k in self.remade
+                     else f"{site.state}[{k}]" for k in range(len(self.carried))]
+            text += f"\n{site.state} = ({', '.join(items)},)"
         body = main.body
         i = body.index(site.forward)
         body[i:i + 1] = ast.parse(text).body

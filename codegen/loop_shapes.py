@@ -19,28 +19,33 @@ import copy
 
 import numpy as np
 
+from srcgrad.codegen.loop_grads import (
+    BOOL,
+    F8,
+    I8,
+    Refused,
+    full,
+    helper,
+    np_call,
+    of,
+    reduce_axis,
+    scalar,
+    transposed,
+)
 from srcgrad.codegen.loop_sites import Fact
-from srcgrad.codegen.support import match_input
-from srcgrad.runtime.primitives import unbroadcast
-from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad, scatter_add
+from srcgrad.runtime.rules.core import scatter_add
 
-__all__ = ["Body", "Refused", "is_comment", "ADD_OUTER"]
-
-F8, BOOL, I8 = np.dtype(np.float64), np.dtype(bool), np.dtype(np.int64)
+__all__ = ["Body", "Refused", "is_comment", "ADD_OUTER", "F8", "BOOL", "I8"]
 
 _UNARY = frozenset({np.tanh, np.exp, np.log, np.sin, np.cos, np.tan, np.sqrt, np.absolute,
                     np.negative, np.sign, np.square, np.log1p, np.expm1, np.sinh, np.cosh,
                     np.arctan, np.arcsin, np.arccos, np.fabs, np.log2, np.log10})
 _BINARY = frozenset({np.maximum, np.minimum, np.arctan2, np.hypot, np.add, np.subtract,
                      np.multiply, np.divide})
-_UNBROADCAST, _MATCH, _SCATTER = unbroadcast.__name__, match_input.__name__, scatter_add.__name__
-_LHS, _RHS = matmul_lhs_grad.fn.__name__, matmul_rhs_grad.fn.__name__   # primitives
+_SCATTER = scatter_add.__name__
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
-
-
-class Refused(Exception):
-    """The loop cannot become a kernel (the reason is the message)."""
+_scalar, _of, _np_call = scalar, of, np_call
 
 
 def is_comment(st: ast.stmt) -> bool:
@@ -48,22 +53,6 @@ def is_comment(st: ast.stmt) -> bool:
     from srcgrad.codegen.primal import COMMENT
     return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
             and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT)
-
-
-def _scalar(dtype: np.dtype) -> Fact:
-    return (), dtype, "int" if dtype == I8 else "scalar"
-
-
-def _of(shape: tuple[int, ...], dtype: np.dtype) -> Fact:
-    return (shape, dtype, "array") if shape else _scalar(dtype)
-
-
-def _np_call(node: ast.expr) -> object | None:
-    """NumPy's function ``np.name`` for a call ``np.name(...)``."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "np"):
-        return getattr(np, node.func.attr, None)
-    return None
 
 
 ADD_OUTER = '''@njit(cache=True, error_model='numpy')
@@ -95,6 +84,7 @@ class Body:
             self._allowed(fact, name)
         self.env = dict(env)
         self.shapes: dict[str, tuple[int, ...]] = {}
+        self.indices: dict[str, ast.Tuple] = {}
         self.assigned: set[str] = set()
 
     @staticmethod
@@ -121,6 +111,9 @@ class Body:
                 if _np_call(st.value) is np.shape and len(st.value.args) == 1:
                     self.shapes[name] = self.shape_of(st.value)
                     continue
+                if isinstance(st.value, ast.Tuple) and name not in self.env:
+                    self.indices[name] = self._index(st.value)[0]     # index = (t, 0)
+                    continue
                 if _scatter(st.value):           # d_x = scatter_add(d_x, t, g): d_x[t] += g
                     into, index, value = st.value.args
                     target = ast.Subscript(copy.deepcopy(into), copy.deepcopy(index), ast.Store())
@@ -146,6 +139,8 @@ class Body:
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and target.value.id in self.assigned:
             have = self._item(self.env[target.value.id], target.slice)
+            target = ast.Subscript(ast.Name(target.value.id, ast.Load()),
+                                   self._index(target.slice)[0], ast.Store())
         else:
             raise Refused(f"an update of a value the adjoint does not own: {ast.unparse(st)}")
         if have[0] != np.broadcast_shapes(have[0], fact[0]) or have[1] != F8:
@@ -159,9 +154,13 @@ class Body:
         return ast.AugAssign(copy.deepcopy(target), st.op, value, lineno=0)
 
     def check(self, seen: dict[str, Fact], names: set[str]) -> None:
-        """Every name of ``names`` has the fact the first call saw, in every iteration."""
+        """Every name of ``names`` has the fact the first call saw, in every iteration (a
+        float for a float64 0-d array, as ``unbroadcast`` to ``()`` makes)."""
         for name in sorted(names):
-            if seen.get(name) != self.env.get(name):
+            have = self.env.get(name)
+            if have == _scalar(F8) and seen.get(name) == ((), F8, "array"):
+                continue              # a 0-d array of the generic code: a float in numba
+            if seen.get(name) != have:
                 raise Refused(f"{name}: inferred {self.env.get(name)}, seen {seen.get(name)}")
 
     # ---------------------------------------------------------------------- expressions
@@ -212,17 +211,26 @@ class Body:
             return self._call(node)
         raise Refused(f"an expression a loop kernel does not run: {ast.unparse(node)}")
 
-    def _index(self, node: ast.expr) -> tuple[ast.expr, Fact]:
-        value, fact = self.expr(node)
-        if fact[2] != "int":
-            raise Refused(f"an index other than an int: {ast.unparse(node)}")
-        return value, fact
+    def _index(self, node: ast.expr) -> tuple[ast.expr, int]:
+        """An index of ints (``t`` or ``t, 0``) and how many axes it takes."""
+        if isinstance(node, ast.Name) and node.id in self.indices:
+            node = self.indices[node.id]
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        spelled = []
+        for item in items:
+            value, fact = self.expr(item)
+            if fact[2] != "int":
+                raise Refused(f"an index other than an int: {ast.unparse(node)}")
+            spelled.append(value)
+        if len(spelled) == 1:
+            return spelled[0], 1
+        return ast.Tuple(spelled, ast.Load()), len(spelled)
 
     def _item(self, fact: Fact, index: ast.expr) -> Fact:
-        self._index(index)
-        if fact[2] != "array":
+        _, taken = self._index(index)
+        if fact[2] != "array" or len(fact[0]) < taken:
             raise Refused("an index into a scalar")
-        return _of(fact[0][1:], fact[1])
+        return _of(fact[0][taken:], fact[1])
 
     def _binop(self, node: ast.BinOp) -> tuple[ast.expr, Fact]:
         (left, a), (right, b) = self.expr(node.left), self.expr(node.right)
@@ -232,9 +240,9 @@ class Body:
         if not isinstance(node.op, _ARITH):
             raise Refused(f"the operator {type(node.op).__name__}")
         if a[2] == b[2] == "int":
-            if isinstance(node.op, (ast.Div, ast.Pow)):
-                raise Refused("int division or power")
-            return out, a
+            if isinstance(node.op, ast.Pow):
+                raise Refused("an int power")
+            return out, _scalar(F8) if isinstance(node.op, ast.Div) else a
         if BOOL in (a[1], b[1]) and (a[1] == b[1] or not isinstance(node.op, ast.Mult)):
             raise Refused("arithmetic on bools")
         return out, _of(np.broadcast_shapes(a[0], b[0]), F8)
@@ -252,6 +260,11 @@ class Body:
         if func is None:
             return self._helper(node)
         name = node.func.attr
+        if func in (np.sum, np.mean) and (node.keywords or len(node.args) == 2):
+            return self._reduce(node, func is np.mean)
+        if func is np.transpose and (len(node.args) == 1 or len(node.args) == 2 and isinstance(
+                node.args[1], ast.Constant) and node.args[1].value is None) and not node.keywords:
+            return transposed(*self.expr(node.args[0]))
         if node.keywords:
             raise Refused(f"np.{name} with keywords")
         if func is np.full and len(node.args) == 2:
@@ -259,7 +272,7 @@ class Body:
             value, fact = self.expr(node.args[1])
             if fact[2] != "scalar" or fact[1] != F8:
                 raise Refused("np.full of other than a float")
-            return self._full(shape, value), _of(shape, F8)
+            return full(shape, value), _of(shape, F8)
         parts = [self.expr(a) for a in node.args]
         args = [p[0] for p in parts]
         facts = [p[1] for p in parts]
@@ -270,7 +283,8 @@ class Body:
             return call, _of(np.broadcast_shapes(facts[0][0], facts[1][0]), F8)
         if func is np.where and len(args) == 3 and facts[0][1] == BOOL:
             return call, _of(np.broadcast_shapes(*(f[0] for f in facts)), F8)
-        if func is np.sum and len(args) == 1 and facts[0][1] == F8:
+        if func in (np.sum, np.mean) and len(args) == 1 and facts[0][1] == F8 \
+                and facts[0][2] == "array":
             return call, _scalar(F8)
         if func is np.outer and len(args) == 2 and all(f[2] == "array" and len(f[0]) == 1
                                                       for f in facts):
@@ -279,67 +293,17 @@ class Body:
             return call, self._matmul(*facts)
         raise Refused(f"np.{name} with these arguments")
 
+    def _reduce(self, node: ast.Call, mean: bool) -> tuple[ast.expr, Fact]:
+        """``np.sum(x, axis=k)`` or ``np.mean(x, k)``: one constant axis, no other option."""
+        kw = {k.arg: k.value for k in node.keywords}
+        if len(node.args) + len(kw) != 2 or len(node.args) == 2 and kw or set(kw) - {"axis"}:
+            raise Refused(f"a reduction with these arguments: {ast.unparse(node)}")
+        axis = node.args[1] if len(node.args) == 2 else kw["axis"]
+        return reduce_axis(mean, *self.expr(node.args[0]), axis)
+
     def _helper(self, node: ast.Call) -> tuple[ast.expr, Fact]:
         """The generated code's helpers, spelled for the shapes they are called with."""
-        func = node.func.id if isinstance(node.func, ast.Name) else None
-        kw = {k.arg: k.value for k in node.keywords}
-        if func == _UNBROADCAST and len(node.args) == 2 and not kw:
-            value, fact = self.expr(node.args[0])
-            if fact[0] != self.shape_of(node.args[1]):
-                raise Refused("an unbroadcast that sums")
-            return value, fact
-        if func == _MATCH and len(node.args) == 2 and not kw:
-            (g, gf), (_, xf) = self.expr(node.args[0]), self.expr(node.args[1])
-            if xf[1] != F8 or gf[1] != F8:
-                raise Refused("a gradient of other than a float64")
-            if gf[0] == xf[0]:
-                return g, xf
-            if not gf[0]:
-                return self._full(xf[0], g), xf
-            raise Refused("a gradient of another shape than its input")
-        if func in (_LHS, _RHS) and len(node.args) == 2 \
-                and set(kw) == {"a_shape" if func == _LHS else "b_shape"}:
-            shape = self.shape_of(next(iter(kw.values())))
-            (g, gf), (other, of) = self.expr(node.args[0]), self.expr(node.args[1])
-            return self._matmul_grad(func == _LHS, g, gf, other, of, shape)
-        raise Refused(f"a call a loop kernel does not run: {ast.unparse(node)}")
-
-    @staticmethod
-    def _full(shape: tuple[int, ...], value: ast.expr) -> ast.expr:
-        if not shape:
-            return value
-        return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "full", ast.Load()),
-                        [ast.Constant(shape), value], [])
-
-    @staticmethod
-    def _matmul_grad(lhs: bool, g: ast.expr, gf: Fact, other: ast.expr, of: Fact,
-                     shape: tuple[int, ...]) -> tuple[ast.expr, Fact]:
-        """The gradient of ``a @ b`` with respect to ``a`` (``lhs``; ``other`` is ``b``) or
-        to ``b`` (``other`` is ``a``), of ``shape``, for matrices and vectors."""
-        def t(e: ast.expr) -> ast.expr:
-            return ast.Attribute(e, "T", ast.Load())
-
-        def np_(name: str, *args: ast.expr) -> ast.expr:
-            return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load()),
-                            list(args), [])
-        dims = (len(shape), len(of[0]), len(gf[0]))
-        if gf[1] != F8 or of[1] != F8:
-            raise Refused("a matrix product of other than float64")
-        if lhs:       # a @ b: d_a from g and b
-            spelled = {(2, 1, 1): lambda: np_(np.outer.__name__, g, other),
-                       (2, 2, 2): lambda: ast.BinOp(g, ast.MatMult(), t(other)),
-                       (1, 2, 1): lambda: ast.BinOp(other, ast.MatMult(), g)}
-            result = {(2, 1, 1): gf[0] + of[0], (2, 2, 2): gf[0][:1] + of[0][:1],
-                      (1, 2, 1): of[0][:1]}
-        else:         # a @ b: d_b from g and a
-            spelled = {(1, 2, 1): lambda: ast.BinOp(g, ast.MatMult(), other),
-                       (2, 2, 2): lambda: ast.BinOp(t(other), ast.MatMult(), g),
-                       (2, 1, 1): lambda: np_(np.outer.__name__, other, g)}
-            result = {(1, 2, 1): of[0][1:], (2, 2, 2): of[0][1:] + gf[0][1:],
-                      (2, 1, 1): of[0] + gf[0]}
-        if dims not in spelled or result[dims] != shape:
-            raise Refused(f"a matrix product's gradient of shape {shape}")
-        return spelled[dims](), (shape, F8, "array")
+        return helper(node, self.expr, self.shape_of)
 
     def names_read(self, body: list[ast.stmt]) -> set[str]:
         """The names ``body`` reads before (or without) assigning them."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Fact", "LoopSite", "ShapeFacts", "find_loops", "instrument", "merge", "fact_of",
-           "RECORD"]
+           "python_scalars", "RECORD"]
 
 RECORD = "__srcgrad_loop_locals__"
 """The name the instrumented bodies call with their locals."""
@@ -41,7 +41,8 @@ Fact = tuple[tuple[int, ...], np.dtype, str]
 class ShapeFacts(dict):
     """The main function's facts (``{name: (shape, dtype)}``), with ``loops``: for each loop
     body's vjp function, by name, ``{"primal": facts, "backward": facts}`` of the values its
-    body and its backward closure held, the same in every iteration of the first call."""
+    body and its backward closure held, the same in every iteration of the first call, and
+    ``"python"``: the body's Python scalars in its last iteration (:func:`merge`)."""
 
     loops: dict[str, dict[str, dict[str, Fact]]]
 
@@ -154,17 +155,31 @@ def fact_of(value: Any) -> Fact | None:
     return None
 
 
-def merge(records: list[tuple[str, str, dict[str, Fact | None]]]
-          ) -> dict[str, dict[str, dict]]:
+def merge(records: list[tuple[str, str, dict[str, Fact | None], frozenset[str]]]
+          ) -> dict[str, dict[str, Any]]:
     """``{body: {part: {name: fact}}}`` from the reported facts of locals (:func:`fact_of`
-    of each): a name's fact where every report of its body and part holds it with one."""
+    of each): a name's fact where every report of its body and part holds it with one.
+    ``{body: {"python": names}}``: the names that held a Python scalar (float, int, bool,
+    not NumPy's) in the body's last report of ``"primal"``, its last iteration: the type a
+    carried value leaves the loop with (:func:`python_scalars`)."""
     seen: dict[tuple[str, str], list[dict[str, Fact | None]]] = {}
-    for body, part, facts in records:
+    last: dict[str, frozenset[str]] = {}
+    for body, part, facts, python in records:
         seen.setdefault((body, part), []).append(facts)
-    out: dict[str, dict[str, dict]] = {}
+        if part == "primal":
+            last[body] = python
+    out: dict[str, dict[str, Any]] = {}
     for (body, part), runs in seen.items():
         first = runs[0]
         out.setdefault(body, {})[part] = {
             name: fact for name, fact in first.items()
             if fact is not None and all(run.get(name) == fact for run in runs[1:])}
+    for body, python in last.items():
+        out[body]["python"] = python
     return out
+
+
+def python_scalars(values: dict[str, Any]) -> frozenset[str]:
+    """The names of ``values`` that hold a Python float, int or bool (a loop kernel returns
+    those; a NumPy scalar it must make again)."""
+    return frozenset(name for name, v in values.items() if type(v) in (float, int, bool))

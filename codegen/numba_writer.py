@@ -44,7 +44,7 @@ PARALLEL_MIN = 2 ** 16
 ROW = 1024
 """The block of the last axis whose values a float reduction stores before reducing them."""
 _REDUCTIONS = (np.add, np.maximum, np.minimum)
-BUILTINS = ("range", "abs", "min")
+BUILTINS = tuple(f.__name__ for f in (range, abs, min))
 """The builtins a kernel calls (a user's name must not hide them)."""
 
 

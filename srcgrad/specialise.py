@@ -26,7 +26,14 @@ import networkx as nx
 import numpy as np
 
 from srcgrad.build_parts import guarded
-from srcgrad.codegen.loop_sites import RECORD, ShapeFacts, fact_of, instrument, merge
+from srcgrad.codegen.loop_sites import (
+    RECORD,
+    ShapeFacts,
+    fact_of,
+    instrument,
+    merge,
+    python_scalars,
+)
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.shapes import has_loops
@@ -211,7 +218,8 @@ class Specialising:
             instrument(tree, main.name)
             namespace = dict(self._namespace)
             namespace[RECORD] = lambda body, part, values: self._probe_records.append(
-                (body, part, {name: fact_of(v) for name, v in values.items()}))
+                (body, part, {name: fact_of(v) for name, v in values.items()},
+                 python_scalars(values)))
             exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
                          "exec"), namespace)
             self._probe_fn = namespace[main.name]

@@ -73,6 +73,44 @@ def grows(w, xs, h0):
     return np.sum(h * h)
 
 
+def rnn_dot_sum(w, u, b, xs, h0):
+    h = h0
+    loss = 0.0
+    for t in range(len(xs)):
+        h = np.tanh(np.dot(w, h) + np.dot(u, xs[t]) + b)
+        loss = loss + np.sum(h * h)
+    return loss
+
+
+def rnn_batch(w, u, b, xs, h0):
+    h = np.zeros((xs.shape[1], w.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ w.T + xs[t] @ u.T + b)
+    return np.mean(h ** 2)
+
+
+def batch_losses(w, u, b, xs, h0):
+    h = h0 + np.zeros((xs.shape[1], 1))
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ w.T + xs[t] @ u.T + b)
+        loss += np.sum(np.mean(h * h, axis=0)) + np.mean(np.sum(h, 1))
+    return loss / len(xs)
+
+
+def first_row(w, u, b, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(w @ h + u @ xs[t, 0] + b * xs[t, 0, 0])
+    return np.sum(h)
+
+
+def batch_data(t=4, n=3, m=2, batch=3, seed=3):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, n)) / 2, rng.normal(size=(n, m)) / 2, rng.normal(size=n) / 4,
+            rng.normal(size=(t, batch, m)), rng.normal(size=n) / 2)
+
+
 def data(t=7, n=5, m=3, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.normal(size=(n, n)) / 3, rng.normal(size=(n, m)) / 2,
@@ -152,6 +190,29 @@ def test_a_loop_carrying_two_arrays():
     args = (rng.normal(size=(4, 4)) / 2, rng.normal(size=(6, 4)), rng.normal(size=4),
             rng.normal(size=4))
     check(two_states, args, (0, 2, 3), kernels=True)
+
+
+def test_np_dot_and_a_carried_float_loss():
+    w, u, xs, h0 = data(t=5)
+    args = (w, u, np.linspace(-0.2, 0.3, 5), xs, h0)
+    check(rnn_dot_sum, args, (0, 1, 2, 4), kernels=True)
+    g = srcgrad.value_and_grad(rnn_dot_sum, wrt=(0,), backend="numba")
+    g(*args)
+    value, _ = g(*args)
+    expect, _ = srcgrad.value_and_grad(rnn_dot_sum, wrt=(0,))(*args)
+    assert type(value) is type(expect) is np.float64 and value == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("f", [rnn_batch, batch_losses, first_row])
+def test_batches_transposes_and_reductions_over_an_axis(f):
+    check(f, batch_data(), (0, 1, 2, 3), kernels=True)
+
+
+def test_a_bias_broadcast_along_a_kept_axis():
+    w, u, b, xs, h0 = batch_data()
+    source = specialised(check(rnn_batch, (w, u, b[None, :], xs, h0), (0, 1, 2),
+                               kernels=True))
+    assert "d_b += np.sum(d_plus_plus_b, axis=0).reshape((1, 3))" in source
 
 
 @pytest.mark.parametrize("f", [calls_a_function, reads_a_list])
