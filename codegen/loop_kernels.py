@@ -24,6 +24,7 @@ import ast
 import copy
 import logging
 
+from srcgrad.codegen.loop_invariants import find_reuse
 from srcgrad.codegen.loop_shapes import ADD_OUTER, BOOL, F8, I8, Body, Refused, is_comment
 from srcgrad.codegen.loop_sites import Fact, LoopSite, find_loops
 
@@ -244,13 +245,19 @@ class _Kernel:
             raise Refused(f"names a kernel cannot see: {sorted(unknown)}")
         self.fwd_env = fwd.env
         self.outer_used = bwd.outer_used
+        self.reuse = find_reuse(self.forward, self.backward,
+                                [e for e, _ in self.out + self.returned], self.consts,
+                                self.counter)
 
     # --------------------------------------------------------------------- the kernels
     def write(self, forward: str, adjoint: str, cotangent: str) -> list[str]:
         """Both kernels' sources; rewrites the main function's two loops to call them."""
         taken = set(self.names) | set(self.consts) | set(self.carried) | {self.counter, "np"}
         trips = _fresh("trips", taken)
-        stores = {v: _fresh(f"{v}_saved", taken) for v in self.saved}
+        reuse = self.reuse
+        stores = {v: _fresh(f"{v}_saved", taken) for v in self.saved
+                  if v not in reuse.invariants and v not in reuse.rows}
+        passed = [stores.get(v, v) for v in self.saved if v not in reuse.rows]
         header = ", ".join([trips, *self.carried, *self.consts])
         lines = [DECORATOR, f"def {forward}({header}):",
                  f'    """The loop of {self.site.body} run forward: its carried values at '
@@ -261,20 +268,24 @@ class _Kernel:
                 ", dtype=np.bool_" if dtype == BOOL else ", dtype=np.int64"
             lines.append(f"    {store} = np.empty({(trips,) + shape!r}{kind})".replace(
                 f"'{trips}'", trips))
+        if reuse.hoisted:
+            lines.append("    # computed from the loop's constant inputs alone: once")
+            lines += _indent(reuse.hoisted, 1)
         lines.append(f"    for {self.counter} in range({trips}):")
-        lines += _indent(self.forward, 2)
+        lines += _indent(reuse.loop, 2)
         lines += [f"        {store}[{self.counter}] = {v}" for v, store in stores.items()]
         lines.append(f"        {_tuple(self.carried)} = "
                      f"{_tuple([ast.unparse(e) for e, _ in self.out])}")
         lines.append(f"    return ({', '.join(self.carried)},), "
-                     f"({', '.join([trips, *stores.values()])},)")
+                     f"({', '.join([trips, *passed])},)")
         seeds = self.targets[1:1 + len(self.carried)] + self.extras
-        header = ", ".join([trips, *stores.values(), *seeds, *self.consts])
+        header = ", ".join([trips, *passed, *seeds, *self.consts])
         back = [DECORATOR, f"def {adjoint}({header}):",
                 f'    """The adjoint of the loop of {self.site.body}: every iteration\'s, '
                 'from the last to the first, carrying the cotangents and adding into the '
                 'totals."""',
                 f"    for {self.counter} in range({trips} - 1, -1, -1):"]
+        back += _indent(list(reuse.rows.values()), 2)     # in order: xs[index] after index
         back += [f"        {v} = {store}[{self.counter}]" for v, store in stores.items()]
         back += _indent(self.backward, 2)
         back.append(f"        {_tuple(seeds)} = "

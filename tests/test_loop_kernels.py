@@ -8,6 +8,7 @@ process, as the test does under ``NUMBA_DISABLE_JIT=1``."""
 
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
 import subprocess
@@ -105,6 +106,13 @@ def first_row(w, u, b, xs, h0):
     return np.sum(h)
 
 
+def scaled_weights(w, u, b, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh((0.5 * w) @ h + u @ xs[t] + np.exp(b))
+    return np.sum(h * h)
+
+
 def batch_data(t=4, n=3, m=2, batch=3, seed=3):
     rng = np.random.default_rng(seed)
     return (rng.normal(size=(n, n)) / 2, rng.normal(size=(n, m)) / 2, rng.normal(size=n) / 4,
@@ -140,10 +148,10 @@ def specialised(g) -> str:
 def check(f, args, wrt, kernels: bool):
     """The numba transform's second call (the specialised module) against the NumPy
     backend and finite differences; whether the module runs the loop as kernels."""
-    g = srcgrad.grad(f, wrt=wrt, backend="numba")
+    g = srcgrad.grad(f, wrt=wrt, backend="numba", strict=True)
     first = g(*args)
     second = g(*args)
-    expect = srcgrad.grad(f, wrt=wrt)(*args)
+    expect = srcgrad.grad(f, wrt=wrt, strict=True)(*args)
     numeric = finite_differences(f, args, wrt)
     for a, b, c, d in zip(first, second, expect, numeric):
         np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
@@ -213,6 +221,55 @@ def test_a_bias_broadcast_along_a_kept_axis():
     source = specialised(check(rnn_batch, (w, u, b[None, :], xs, h0), (0, 1, 2),
                                kernels=True))
     assert "d_b += np.sum(d_plus_plus_b, axis=0).reshape((1, 3))" in source
+
+
+def _forward_kernel(source: str) -> tuple[str, str]:
+    """The forward kernel's lines before its loop and those of its loop."""
+    start = source.index("_forward(trips")
+    text = source[start:source.index("return (", start)]
+    return text[:text.index("    for t in range")], text[text.index("    for t in range"):]
+
+
+def test_loop_invariants_are_computed_once_and_rows_taken_again():
+    source = specialised(check(rnn_batch, batch_data(), (0, 1, 2, 3), kernels=True))
+    before, loop = _forward_kernel(source)
+    assert "w_T = w.T" in before and "u_T = u.T" in before and " = w.T" not in loop
+    assert "w_T_saved" not in source and "xs_at_saved" not in source
+    adjoint = source.split("_adjoint(trips")[1]
+    assert "index = t" in adjoint and "xs_at = xs[index]" in adjoint   # a view, not a copy
+    # without xs's gradient: the row is spelled xs[t], still taken again
+    source = specialised(check(rnn_batch, batch_data(), (0, 1, 2), kernels=True))
+    assert "index_saved" not in source and "xs_at_saved" not in source
+
+
+@pytest.mark.parametrize("t", [6, 1, 0])
+def test_invariants_computed_from_constants(t):
+    w, u, b, xs, h0 = batch_data(t=t)
+    args = (w, u, b, np.ascontiguousarray(xs[:, 0]), h0)
+    g = check(scaled_weights, args, (0, 1, 2, 3, 4), kernels=t > 0)  # 0 trips: no facts
+    if not t:
+        return
+    before, loop = _forward_kernel(specialised(g))
+    assert " = np.exp(b)" in before and " = 0.5 * w" in before and " = 0.5 * w" not in loop
+    assert "_saved = np.empty" in before and "times_saved" not in specialised(g)
+
+
+def test_an_update_in_place_of_a_view_stores_every_value():
+    """find_reuse reuses nothing where the adjoint adds into a view of an invariant."""
+    from srcgrad.codegen.loop_invariants import find_reuse
+
+    forward = ast.parse("w_T = w.T\nxs_at = xs[t]\nh_1 = w_T @ h + xs_at").body
+    backward = ast.parse("d_h = g @ w_T.T\nd_w = d_h").body
+    reuse = find_reuse(forward, backward, [ast.Name("d_h")], ["w", "xs"], "t")
+    assert reuse.invariants == ["w_T"] and list(reuse.rows) == ["xs_at"]
+    for bad in ("view = w_T.T\nview += g", "view = xs_at\nadd_outer(view, g, g)"):
+        backward = ast.parse(bad).body
+        reuse = find_reuse(forward, backward, [ast.Name("d_h")], ["w", "xs"], "t")
+        assert not reuse.invariants and not reuse.rows and len(reuse.loop) == 3
+    reuse = find_reuse(forward, [], [ast.Name("w_T")], ["w", "xs"], "t")  # carried: a view
+    assert not reuse.invariants
+    first = ast.parse("x0 = xs[0]\nh_1 = h + x0").body     # an index: not before the loop
+    assert not find_reuse(first, [], [], ["xs"], "t").invariants
 
 
 @pytest.mark.parametrize("f", [calls_a_function, reads_a_list])
