@@ -14,10 +14,19 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.codegen import numba_math
+from srcgrad.codegen import numba_kernels, numba_math
 from srcgrad.codegen.numba_kernels import NUMBA_KERNELS, ROW
 from srcgrad.codegen.numba_math import HELPERS, NEAR, SPELLINGS, definitions, spelling
 from srcgrad.codegen.regions import Apply, Let, Reduce, Ref, Region, Update, Value
+
+
+@pytest.fixture(autouse=True, scope="module")
+def vectorised_math_at_every_size():
+    """The kernels here are small: make them call the vectorisable functions all the same
+    (by default only domains of VECTORISED_MIN elements or more do)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(numba_kernels, "VECTORISED_MIN", 0)
+        yield
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 F8 = np.dtype(np.float64)
@@ -285,3 +294,15 @@ def test_the_chain_kernel_is_vectorised(tmp_path, monkeypatch):
     asm = kernel.inspect_asm(kernel.signatures[0])      # its libm twin is linked in too
     assert len(re.findall(PACKED, asm)) > 50                   # 18 with libm's functions
     assert re.search(r"vpsllq\s+\$52, %[yz]mm", asm)           # 2**k built lane by lane
+
+
+def test_only_large_domains_call_the_vectorisable_functions(monkeypatch):
+    # inlined everywhere, the functions take seconds to compile: a small loop calls libm
+    monkeypatch.setattr(numba_kernels, "VECTORISED_MIN", 4096)
+
+    def kernel_of(n):
+        r = Region("k", (n,), (Value("x", (n,), F8),), (Value("y", (n,), F8),), (),
+                   (Let("y", Apply(np.exp, (Ref("x"),), F8), F8),), 0, 1)
+        return NUMBA_KERNELS.kernel(r)
+    assert "exp_f64(" not in kernel_of(4095) and "np.exp(" in kernel_of(4095)
+    assert "exp_f64(" in kernel_of(4096)

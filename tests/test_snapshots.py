@@ -92,9 +92,9 @@ def test_generated_source_runs_alone_in_a_fresh_interpreter(name, tmp_path):
 
 FUSED = {
     "elementwise_chain_numba": (fns.elementwise_chain, lambda: (
-        np.random.default_rng(1).normal(size=8),)),
+        np.random.default_rng(1).normal(size=4096),)),     # vectorised math: 4096+
     "row_logsumexp_numba": (fns.row_logsumexp, lambda: (
-        np.random.default_rng(2).normal(size=(4, 6)),)),
+        np.random.default_rng(2).normal(size=(64, 64)),)),
 }
 
 

@@ -169,11 +169,11 @@ def tanh_f64(x):
 
 @njit(cache=True, error_model='numpy')
 def y_kernel_libm(x):
-    """d_x over (8,), with libm's functions (for sin and cos beyond 2**20).
+    """d_x over (4096,), with libm's functions (for sin and cos beyond 2**20).
 
     float64 as NumPy: no fastmath; sums add in loop order."""
-    d_x_out = np.empty((8,), np.float64)
-    for i in range(8):
+    d_x_out = np.empty((4096,), np.float64)
+    for i in range(4096):
         y = np.sin(x[i])
         # snapshot_functions.py:62  y = y * x
         y_1 = y * x[i]
@@ -209,12 +209,12 @@ def y_kernel_libm(x):
 
 @njit(cache=True, error_model='numpy')
 def y_kernel(x):
-    """d_x over (8,).
+    """d_x over (4096,).
 
     float64 as NumPy: no fastmath; sums add in loop order."""
-    d_x_out = np.empty((8,), np.float64)
+    d_x_out = np.empty((4096,), np.float64)
     far = 0   # arguments of sin and cos beyond 1048576
-    for i in range(8):
+    for i in range(4096):
         far += 1 if abs(x[i]) > 1048576.0 else 0
         y = sin_f64(x[i])
         # snapshot_functions.py:62  y = y * x
@@ -254,7 +254,7 @@ def y_kernel(x):
 
 
 def elementwise_chain_grad(x):
-    if type(x) is not np.ndarray or x.shape != (8,) or x.dtype != np.float64:
+    if type(x) is not np.ndarray or x.shape != (4096,) or x.dtype != np.float64:
         # specialised for the shapes of a first call; others go on
         return dispatch(x)
     # snapshot_functions.py:61  y = np.sin(x)

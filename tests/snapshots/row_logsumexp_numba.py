@@ -50,24 +50,24 @@ def max_row(row, count):
 
 @njit(cache=True, error_model='numpy')
 def m_kernel(x):
-    """m, mask, z over (4, 6).
+    """m, mask, z over (64, 64).
 
     float64 as NumPy: no fastmath; the rows a reduction along the last axis stores are
     reduced with partial sums, other sums add in loop order."""
-    mask_out = np.empty((4, 6), np.bool_)
-    z_out = np.empty((4, 6), np.float64)
-    m_out = np.empty((4, 1), np.float64)
-    for i in range(4):
+    mask_out = np.empty((64, 64), np.bool_)
+    z_out = np.empty((64, 64), np.float64)
+    m_out = np.empty((64, 1), np.float64)
+    for i in range(64):
         m = -np.inf
-        m_row = np.empty(6, np.float64)
-        for j in range(6):
+        m_row = np.empty(64, np.float64)
+        for j in range(64):
             m_row[j] = x[i, j]
             # snapshot_functions.py:77  z = np.where(x > 0, x, 0.1 * x)
             mask = x[i, j] > 0
             mask_out[i, j] = mask
             z = x[i, j] if mask else 0.1 * x[i, j]
             z_out[i, j] = z
-        m_part = max_row(m_row, 6)
+        m_part = max_row(m_row, 64)
         if m_part > m or m_part != m_part:   # NaN propagates
             m = m_part
         m_out[i, 0] = m
@@ -133,31 +133,31 @@ def sum_row(row, count):
 
 @njit(cache=True, error_model='numpy')
 def exp_z_minus_m_kernel(z, m):
-    """exp_z_minus_m, sum_1 over (4, 6).
+    """exp_z_minus_m, sum_1 over (64, 64).
 
     float64 as NumPy: no fastmath; the rows a reduction along the last axis stores are
     reduced with partial sums, other sums add in loop order."""
-    exp_z_minus_m_out = np.empty((4, 6), np.float64)
-    sum_1_out = np.empty((4,), np.float64)
-    for i in range(4):
+    exp_z_minus_m_out = np.empty((64, 64), np.float64)
+    sum_1_out = np.empty((64,), np.float64)
+    for i in range(64):
         sum_1 = 0.0
-        sum_1_row = np.empty(6, np.float64)
-        for j in range(6):
+        sum_1_row = np.empty(64, np.float64)
+        for j in range(64):
             exp_z_minus_m = exp_f64(z[i, j] - m[i, 0])
             exp_z_minus_m_out[i, j] = exp_z_minus_m
             sum_1_row[j] = exp_z_minus_m
-        sum_1 += sum_row(sum_1_row, 6)
+        sum_1 += sum_row(sum_1_row, 64)
         sum_1_out[i] = sum_1
     return exp_z_minus_m_out, sum_1_out
 
 
 @njit(cache=True, error_model='numpy')
 def d_s_kernel(s, sum_1):
-    """d_sum_1 over (4,).
+    """d_sum_1 over (64,).
 
     float64 as NumPy: no fastmath; sums add in loop order."""
-    d_sum_1_out = np.empty((4,), np.float64)
-    for i in range(4):
+    d_sum_1_out = np.empty((64,), np.float64)
+    for i in range(64):
         d_s = 0.5 if s[i] == 0.0 else 1.0 if s[i] > 0.0 else 0.0
         # adjoint of snapshot_functions.py:78  s = np.log(np.sum(np.exp(z - m), axis=1)) + m[:, 0]
         d_sum_1 = d_s / sum_1[i]
@@ -167,12 +167,12 @@ def d_s_kernel(s, sum_1):
 
 @njit(cache=True, error_model='numpy')
 def d_z_minus_m_kernel(d_exp_z_minus_m, exp_z_minus_m, mask):
-    """d_x over (4, 6).
+    """d_x over (64, 64).
 
     float64 as NumPy: no fastmath; sums add in loop order."""
-    d_x_out = np.empty((4, 6), np.float64)
-    for i in range(4):
-        for j in range(6):
+    d_x_out = np.empty((64, 64), np.float64)
+    for i in range(64):
+        for j in range(64):
             d_z_minus_m = d_exp_z_minus_m[i, j] * exp_z_minus_m[i, j]
             # adjoint of snapshot_functions.py:77  z = np.where(x > 0, x, 0.1 * x)
             d_x_1 = d_z_minus_m if mask[i, j] else 0.0
@@ -183,7 +183,7 @@ def d_z_minus_m_kernel(d_exp_z_minus_m, exp_z_minus_m, mask):
 
 
 def row_logsumexp_grad(x):
-    if type(x) is not np.ndarray or x.shape != (4, 6) or x.dtype != np.float64:
+    if type(x) is not np.ndarray or x.shape != (64, 64) or x.dtype != np.float64:
         # specialised for the shapes of a first call; others go on
         return dispatch(x)
     # snapshot_functions.py:76  m = np.max(x, axis=1, keepdims=True)
@@ -193,6 +193,6 @@ def row_logsumexp_grad(x):
     s = np.log(sum_1) + m[:, 0]
     # adjoint of snapshot_functions.py:79  return np.sum(np.maximum(s, 0.0))
     d_sum_1 = d_s_kernel(s, sum_1)
-    d_exp_z_minus_m = unreduce(d_sum_1, shape=(4, 6), axis=1)
+    d_exp_z_minus_m = unreduce(d_sum_1, shape=(64, 64), axis=1)
     d_x = d_z_minus_m_kernel(d_exp_z_minus_m, exp_z_minus_m, mask)
     return d_x
