@@ -307,6 +307,9 @@ class _Kernel:
         starts = [f"{self.seed}[{i}]" for i in range(len(self.carried))] + self.extras
         args = [f"{cotangent}({s}, {f[0]!r})" for s, f in zip(starts, self.facts)]
         back = (f"{_tuple(seeds)} = {adjoint}(*{site.backs}, {', '.join(args + consts)})")
+        for seed, fact in zip(seeds, self.facts):    # numba's float: NumPy's, as the code had
+            if not fact[0] and seed != "_":
+                back += f"\n{seed} = np.float64({seed})"
         if self.remade:        # numba returns a Python float where NumPy's code has its own
             items = [f"np.{self.remade[k]}({site.state}[{k}])" if k in self.remade
                      else f"{site.state}[{k}]" for k in range(len(self.carried))]

@@ -239,6 +239,11 @@ class Body:
             return out, self._matmul(a, b)
         if not isinstance(node.op, _ARITH):
             raise Refused(f"the operator {type(node.op).__name__}")
+        if "array" not in (a[2], b[2]) and isinstance(node.op, (ast.Div, ast.Pow)) and not (
+                isinstance(node.op, ast.Div) and isinstance(right, ast.Constant)
+                and right.value != 0):                 # a size folded into a number, say
+            raise Refused("a division or power of two numbers (Python's may raise where the "
+                          "kernel's gives inf or nan)")
         if a[2] == b[2] == "int":
             if isinstance(node.op, ast.Pow):
                 raise Refused("an int power")
@@ -282,7 +287,10 @@ class Body:
         if func in _BINARY and len(args) == 2:
             return call, _of(np.broadcast_shapes(facts[0][0], facts[1][0]), F8)
         if func is np.where and len(args) == 3 and facts[0][1] == BOOL:
-            return call, _of(np.broadcast_shapes(*(f[0] for f in facts)), F8)
+            shape = np.broadcast_shapes(*(f[0] for f in facts))
+            if not shape:             # numba's np.where of numbers is a 0-d array
+                return ast.IfExp(args[0], args[1], args[2]), _scalar(F8)
+            return call, _of(shape, F8)
         if func in (np.sum, np.mean) and len(args) == 1 and facts[0][1] == F8 \
                 and facts[0][2] == "array":
             return call, _scalar(F8)

@@ -81,7 +81,8 @@ class SafetyNet:
     def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
         values = self._bind(args, kwargs)
-        if self._fn is not None and self.fallback_reason is None and any(
+        if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
+                self.fallback_reason is None and any(
                 type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
             result = self._with_numpy_floats(values)
             if result is not EAGER:

@@ -328,3 +328,58 @@ def test_without_jit():
 
 if __name__ == "__main__":
     _main()
+
+
+# --- found in review: scalars in loop kernels --------------------------------------------
+def relu_sum(xs):
+    s = 0.0
+    for t in range(xs.shape[0]):
+        s = s + np.maximum(xs[t, 0], 0.0)
+    return s
+
+
+def test_a_maximum_of_numbers_in_a_loop_kernel():
+    # the gradient of a scalar maximum is an np.where of numbers, which numba makes a 0-d
+    # array: the kernel writes a conditional expression
+    xs = np.array([[0.5, -1.0], [-0.2, 2.0], [1.5, 0.1]])
+    g = srcgrad.grad(relu_sum, backend="numba", strict=True)
+    g(xs)
+    np.testing.assert_array_equal(g(xs), [[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    assert "_adjoint(" in specialised(g)
+
+
+def decaying(w, xs, h0):
+    s = np.sum(h0) / (xs.shape[0] - 3)
+    for t in range(xs.shape[0]):
+        s = s * 0.5 + np.sum(np.tanh(w @ xs[t]))
+    return s
+
+
+def test_a_scalar_cotangent_leaves_the_adjoint_as_numpys_float():
+    # d_s / 0 after the loop: NumPy's inf, not Python's ZeroDivisionError
+    xs, w, h0 = np.ones((3, 2)), np.eye(2) * 0.5, np.array([0.3, -0.4])
+    g = srcgrad.grad(decaying, wrt=(0, 2), backend="numba", strict=True)
+    with np.errstate(divide="ignore"):
+        g(w, xs, h0)
+        second = g(w, xs, h0)
+        expect = srcgrad.grad(decaying, wrt=(0, 2), strict=True)(w, xs, h0)
+    assert "_adjoint(" in specialised(g)
+    np.testing.assert_allclose(second[0], expect[0], rtol=1e-12)
+    np.testing.assert_array_equal(second[1], [np.inf, np.inf])
+
+
+def scaled_by(w, xs, c):
+    h = xs[0]
+    for t in range(xs.shape[0]):
+        h = np.tanh(w @ h) * (1.0 / c) + xs[t]
+    return np.sum(h)
+
+
+def test_python_arithmetic_that_may_raise_keeps_the_generic_loop():
+    # 1.0 / c of Python floats raises at c = 0.0, as the function does; a kernel gives inf
+    xs, w = np.ones((3, 2)), np.eye(2) * 0.5
+    g = srcgrad.grad(scaled_by, wrt=(0, 1), backend="numba", strict=True)
+    g(w, xs, 2.0)
+    assert "_adjoint(" not in specialised(g)
+    with pytest.raises(ZeroDivisionError):
+        g(w, xs, 0.0)
