@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from srcgrad.codegen.regions import Apply, Expr, Lit, Ref
+from srcgrad.codegen.regions import Apply, Expr, Lit, Ref, Unsupported
 
 __all__ = ["CTYPES", "Unsupported", "supports", "CWriter", "c_literal", "reserved"]
 
@@ -26,11 +26,6 @@ CTYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float",
           np.dtype(np.bool_): "bool", np.dtype(np.int64): "long long",
           np.dtype(np.int32): "int"}
 """The dtypes a kernel holds, with their C types (CuPy's own mapping)."""
-
-
-class Unsupported(ValueError):
-    """A region this emitter cannot write with NumPy's meaning (a ufunc C has no exact
-    spelling of, a dtype it does not hold): its statements should stay CuPy calls."""
 
 
 # One string per table: C spells these as NumPy names them, or as written after the '='.

@@ -49,10 +49,10 @@ _scalar, _of, _np_call = scalar, of, np_call
 
 
 def is_comment(st: ast.stmt) -> bool:
-    """Whether ``st`` is a comment marker of the generated code."""
-    from srcgrad.codegen.primal import COMMENT
-    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT)
+    """Whether ``st`` is a comment marker of the generated code (:mod:`primal`'s test; imported
+    when called: primal imports the backends, which import the loop kernels lazily)."""
+    from srcgrad.codegen.primal import is_comment as marker
+    return marker(st)
 
 
 ADD_OUTER = '''@njit(cache=True, error_model='numpy')

@@ -23,7 +23,7 @@ from typing import Any
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.fusion import find_regions
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
-from srcgrad.codegen.primal import COMMENT
+from srcgrad.codegen.primal import COMMENT, is_comment
 from srcgrad.codegen.reuse import reuse_buffers
 from srcgrad.codegen.symbolic import helper_sources
 from srcgrad.ir import GENERATED, is_generated
@@ -31,11 +31,6 @@ from srcgrad.ir import GENERATED, is_generated
 __all__ = ["render", "load"]
 
 _COMMENT_LINE = re.compile(rf"^(\s*){COMMENT}\((.*)\)$")
-
-
-def _is_comment(st: ast.stmt) -> bool:
-    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT)
 
 
 def _comments(text: str) -> str:
@@ -93,7 +88,7 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
     for fn in functions:
         inline_single_use(fn, temps)
         hoist_shapes(fn, backend)
-        drop_empty_comments(fn, _is_comment)
+        drop_empty_comments(fn, is_comment)
         if backend.alias != "np" and "np" not in free:
             _NumPyNames(backend.alias).visit(fn)
     parts = [_docstring(title), backend.import_line]

@@ -26,15 +26,10 @@ import math
 import numpy as np
 
 from srcgrad.codegen.numba_math import ZEROS, spelling
-from srcgrad.codegen.regions import Apply, Expr, Lit, Ref
+from srcgrad.codegen.regions import Apply, Expr, Lit, Ref, Unsupported
 
 __all__ = ["Unsupported", "SUPPORTED", "OPERATORS", "supports", "Term", "write_expr", "spell",
            "dtype_expr", "constant", "in_kind"]
-
-
-class Unsupported(ValueError):
-    """A region this emitter cannot write exactly (a ufunc with no exact numba spelling, a
-    complex or object dtype, a max over nothing): its statements should stay NumPy calls."""
 
 
 OPERATORS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult,

@@ -94,6 +94,12 @@ def _operator(text: str) -> type:
     return type(node.ops[0] if isinstance(node, ast.Compare) else node.op)
 
 
+def is_comment(st: ast.stmt) -> bool:
+    """Whether ``st`` is a comment marker of the generated code."""
+    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT)
+
+
 def comment(text: str) -> ast.stmt:
     """A marker statement the module prints as the line ``# text``."""
     return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))

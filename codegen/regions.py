@@ -20,8 +20,13 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["Value", "Ref", "Lit", "Apply", "Expr", "Let", "Reduce", "Update", "Note",
+__all__ = ["Unsupported", "Value", "Ref", "Lit", "Apply", "Expr", "Let", "Reduce", "Update", "Note",
            "Step", "Region", "KernelEmitter"]
+
+
+class Unsupported(ValueError):
+    """A region a backend's emitter cannot write with NumPy's meaning (a ufunc it has no
+    exact spelling of, a dtype it does not hold): its statements stay array-library calls."""
 
 
 @dataclass(frozen=True)
