@@ -62,6 +62,9 @@ class Accumulation:
         shape = to_expr(fact[0]) if fact is not None else ast.Call(
             backend.path(np.shape), [_name(var)], [])       # known when specialised
         full = ast.Call(backend.path(np.full), [shape, value], [])
+        own = backend.helper("filled")        # chunked like ``var`` (Dask)
+        if own is not None and fact is None:
+            full = ast.Call(self.tracer.use_helper(own.__name__, own), [_name(var), value], [])
         name = g.id if isinstance(g, ast.Name) and var not in self.aliases else self.fresh(
             f"d_{var}")
         self.aliases.discard(var)
@@ -182,7 +185,9 @@ class Accumulation:
         elif old.id in self.owned and not self.scalar:
             name = old.id                   # an array this code made: add into it
             scatter = None if was_virtual else self._scatter(name, value, stmts)
-            stmts.append(scatter or ast.AugAssign(_name(name), ast.Add(), value))
+            stmts.append(scatter or (ast.AugAssign(_name(name), ast.Add(), value)
+                                     if self.tracer.backend.writes_in_place else
+                                     assign(name, ast.BinOp(_name(name), ast.Add(), value))))
         else:
             name = old.id
             stmts.append(assign(name, ast.BinOp(_name(name), ast.Add(), value)))

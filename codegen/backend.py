@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Backend", "NUMPY", "NUMBA", "CUPY", "MATH", "as_backend", "LazyKernels"]
+__all__ = ["Backend", "NUMPY", "NUMBA", "CUPY", "DASK", "MATH", "as_backend", "LazyKernels",
+           "NotInBackend"]
 
 MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log: "log",
               np.sqrt: "sqrt", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
@@ -35,6 +36,11 @@ MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log
 _PRIVATE_MODULES = ("_core", "core", "fromnumeric", "numeric", "_linalg", "multiarray")
 
 
+class NotInBackend(LookupError):
+    """The backend's library has no version of a function the code calls (the compiler
+    reports it as a CompileError at the statement)."""
+
+
 @dataclass(frozen=True)
 class Backend:
     """An array library for generated code.
@@ -43,6 +49,19 @@ class Backend:
     generated module imports, and as what; ``scalar``: specialised for Python floats;
     ``kernels``: the emitter of its fused kernels (None: no fusion); ``library``: the module
     its code needs to run, and ``extra`` the ``pip install srcgrad[extra]`` that brings it.
+    ``keeps_numpy``: the module also imports NumPy, keeps the user's ``np`` and NumPy's helper
+    sources (which NumPy hands to the library's arrays through ``__array_function__``), and
+    refuses a function the library lacks; ``helpers``: the library's own versions of the
+    helpers that must differ (a lazily imported mapping: name → function).  Such a module
+    writes the library's elementwise functions as the library's (``da.exp``) and its others
+    as NumPy's (``np.sum``: NumPy hands them to the library's arrays, and answers for numbers
+    and NumPy arrays itself, which the library's may not take).  ``writes_in_place``: whether
+    the code adds
+    into the arrays it made (``d_x += g``): not where they may be immutable graphs (Dask),
+    into which a NumPy ``+=`` would compute its operand; ``differs``: the NumPy functions
+    whose library version computes another result (a dict: function → why), refused;
+    ``renamed``: NumPy functions written as the library's function of that name (one it has
+    under another name, or one NumPy would not hand it: ``np.array`` of its arrays).
     """
 
     name: str
@@ -52,13 +71,19 @@ class Backend:
     kernels: Any = None
     library: str | None = None
     extra: str | None = None
+    keeps_numpy: bool = False
+    helpers: Any = None
+    writes_in_place: bool = True
+    differs: Any = None
+    renamed: Any = None
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
 
     @property
     def import_line(self) -> str:
-        return f"import {self.module} as {self.alias}"
+        line = f"import {self.module} as {self.alias}"
+        return f"import numpy as np\n{line}" if self.keeps_numpy else line
 
     def path(self, func: Any) -> ast.expr:
         """``np.linalg.solve`` for ``numpy.linalg.solve``, under this backend's alias; a
@@ -68,15 +93,56 @@ class Backend:
         if self.scalar and func in MATH_NAMES:
             return ast.Attribute(ast.Name("math", ast.Load()), MATH_NAMES[func], ast.Load())
         module = getattr(func, "__module__", None) or "numpy"
-        node: ast.expr = ast.Name(self.alias, ast.Load())
-        for part in module.split(".")[1:]:
-            if part not in _PRIVATE_MODULES:
-                node = ast.Attribute(node, part, ast.Load())
-        return ast.Attribute(node, func.__name__, ast.Load())
+        parts = [p for p in module.split(".")[1:] if p not in _PRIVATE_MODULES]
+        if self.differs and func in self.differs:
+            raise NotInBackend(f"{'.'.join(['np', *parts, func.__name__])}: "
+                               f"{self.differs[func]}; backend={self.name!r} refuses it")
+        if self.renamed and func in self.renamed:
+            return _dotted([self.alias, *self.renamed[func].split(".")])
+        if self.keeps_numpy and not self._has(parts + [func.__name__]):
+            if isinstance(func, type):           # a dtype: NumPy's, which the library takes
+                return _dotted(["np", *parts, func.__name__])
+            spelled = ".".join(["np", *parts, func.__name__])
+            raise NotInBackend(f"{spelled} has no {self.name.capitalize()} version "
+                               f"({'.'.join([self.module, *parts, func.__name__])} does not "
+                               f"exist): backend={self.name!r} cannot compute it")
+        if self.keeps_numpy and elementwise_function(
+                self._resolve(parts + [func.__name__])) is None:
+            return _dotted(["np", *parts, func.__name__])     # NumPy hands it to the library
+        return _dotted([self.alias, *parts, func.__name__])
+
+    def _has(self, path: list[str]) -> bool:
+        """Whether the library has ``path`` (True when it is not installed: the module's
+        load reports that)."""
+        return self.library_module() is None or self._resolve(path) is not None
+
+    def _resolve(self, path: list[str]) -> Any:
+        target = self.library_module()
+        for part in path:
+            target = getattr(target, part, None)
+        return target
+
+    def library_module(self) -> Any:
+        """The array module, or None where it cannot be imported."""
+        try:
+            return importlib.import_module(self.module)
+        except ImportError:
+            return None
+
+    def method(self, name: str) -> str:
+        """An array method's name, refused (NotInBackend) where the library's arrays lack it."""
+        if self.keeps_numpy:
+            kind = getattr(self.library_module(), "Array", None)
+            if kind is not None and not hasattr(kind, name):
+                raise NotInBackend(f"the array method .{name}() has no {self.name.capitalize()}"
+                                   f" version: backend={self.name!r} cannot compute it")
+        return name
 
     def attribute(self, name: str) -> ast.expr:
-        """``np.name``: an attribute of the array module (``np.s_``, ``np.shape``)."""
-        return ast.Attribute(ast.Name(self.alias, ast.Load()), name, ast.Load())
+        """``np.name``: an attribute of the array module (``np.s_``, ``np.shape``); NumPy's
+        where the module keeps NumPy."""
+        return ast.Attribute(ast.Name("np" if self.keeps_numpy else self.alias, ast.Load()),
+                             name, ast.Load())
 
     def binop(self, left: ast.expr, op: ast.operator, right: ast.expr) -> ast.expr:
         """``left op right``; ``math.pow(left, right)`` for ``**`` on Python floats."""
@@ -88,11 +154,36 @@ class Backend:
     def swap(self, source: str) -> str:
         """A helper's NumPy source (written with ``np.``, or ``getattr(np, name)``) for
         this backend."""
-        return source if self.alias == "np" else re.sub(r"\bnp\b(?=[.,)])", self.alias, source)
+        if self.alias == "np" or self.keeps_numpy:
+            return source
+        return re.sub(r"\bnp\b(?=[.,)])", self.alias, source)
+
+    def helper(self, name: str) -> Any:
+        """The library's own version of the helper ``name`` (None: NumPy's serves)."""
+        return None if self.helpers is None else self.helpers.get(name)
+
+
+def elementwise_function(target: Any) -> Any:
+    """The NumPy function a library's elementwise function stands for (Dask's ufuncs and
+    their wrappers, which take what NumPy's take: numbers and NumPy arrays too), or None."""
+    if type(target).__name__ == "ufunc" and hasattr(target, "_ufunc"):
+        return target._ufunc
+    code = getattr(target, "__code__", None)
+    if code is None or "numpy_ufunc" not in code.co_freevars:
+        return None
+    return target.__closure__[code.co_freevars.index("numpy_ufunc")].cell_contents
+
+
+def _dotted(parts: list[str]) -> ast.expr:
+    node: ast.expr = ast.Name(parts[0], ast.Load())
+    for part in parts[1:]:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
 
 
 class LazyKernels:
-    """A kernel emitter imported when first used: ``module``'s ``attribute``."""
+    """``module``'s ``attribute``, imported when first used: a kernel emitter, or a table of
+    a backend's helpers (read with ``get``)."""
 
     def __init__(self, module: str, attribute: str) -> None:
         self.module, self.attribute = module, attribute
@@ -101,6 +192,15 @@ class LazyKernels:
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(getattr(importlib.import_module(self.module), self.attribute), name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """For a mapping (a backend's helpers): its ``name``, or ``default`` without the
+        module's library."""
+        try:
+            table = getattr(importlib.import_module(self.module), self.attribute)
+        except ImportError:
+            return default
+        return table.get(name, default)
 
     def __repr__(self) -> str:
         return f"<kernels {self.module}.{self.attribute}>"
@@ -112,8 +212,17 @@ NUMBA = Backend("numba", "numpy", "np", library="numba", extra="numba",
 CUPY = Backend("cupy", "cupy", "cp", library="cupy", extra="cuda",
                kernels=LazyKernels("srcgrad.codegen.cupy_kernels", "CUPY_KERNELS"))
 MATH = Backend("math", "numpy", "np", scalar=True)
+DASK = Backend("dask", "dask.array", "da", library="dask", extra="dask", keeps_numpy=True,
+               helpers=LazyKernels("srcgrad.codegen.dask_helpers", "HELPERS"),
+               writes_in_place=False,
+               differs={f: "Dask's blocked decomposition is not NumPy's (its factors may "
+                        "differ in sign)" for f in (np.linalg.qr, np.linalg.svd)},
+               renamed={np.array: "array", np.asarray: "asarray",   # of data: Dask's
+                        np.conjugate: "conj", np.copy: "asarray", np.linalg.matmul: "matmul",
+                        np.linalg.outer: "outer", np.linalg.tensordot: "tensordot"})
 
 _BY_NAME = {"numpy": NUMPY, "np": NUMPY, "numba": NUMBA, "cupy": CUPY, "cp": CUPY,
+            "dask": DASK, "da": DASK,
             "math": MATH}
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.fusion import find_regions
+from srcgrad.codegen.library_calls import check_function, check_helper
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT, is_comment
 from srcgrad.codegen.reuse import reuse_buffers
@@ -89,13 +90,15 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
         inline_single_use(fn, temps)
         hoist_shapes(fn, backend)
         drop_empty_comments(fn, is_comment)
-        if backend.alias != "np" and "np" not in free:
+        check_function(fn, backend, is_comment)
+        if backend.alias != "np" and "np" not in free and not backend.keeps_numpy:
             _NumPyNames(backend.alias).visit(fn)
     parts = [_docstring(title), backend.import_line]
     for name, value in sorted(free.items()):
-        if isinstance(value, types.ModuleType) and _import_line(name, value) is not None:
-            parts.append(_import_line(name, value))
-    sources = helper_sources(helpers)
+        line = _import_line(name, value) if isinstance(value, types.ModuleType) else None
+        if line is not None and line not in backend.import_line.splitlines():
+            parts.append(line)
+    sources = helper_sources(helpers, backend.helper)
     defined = {fn.name for fn in functions} | {
         node.name for src in sources for node in ast.parse(src).body
         if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
@@ -115,6 +118,7 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
         raise ValueError(f"the name {clash[0]!r} of the user's module is also a function the "
                          "generated code defines; srcgrad cannot bind both (rename it)")
     for source in sources:
+        check_helper(source, backend)
         parts.append(backend.swap(source))
     parts.extend(kernels)
     for fn in functions:

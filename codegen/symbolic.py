@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -319,14 +320,17 @@ def _definition(fn: Any, name: str) -> str:
     return ast.unparse(node)
 
 
-def helper_sources(helpers: dict[str, Any]) -> list[str]:
+def helper_sources(helpers: dict[str, Any],
+                   own: Callable[[str], Any] = lambda name: None) -> list[str]:
     """Definitions of ``helpers`` and of the runtime functions they call (and, for another
     transform's generated functions, of everything of its module they call), in a stable
-    order.  Two different definitions of one name are refused (ValueError)."""
+    order; ``own(name)``: a backend's own version of a helper, written instead.  Two
+    different definitions of one name are refused (ValueError)."""
     done: dict[str, str] = {}
     todo = sorted(helpers.items(), key=lambda item: item[0])
     while todo:
         name, fn = todo.pop(0)
+        fn = own(name) or fn
         text = _definition(fn, name)
         if name in done:
             if done[name] != text:

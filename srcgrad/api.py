@@ -38,9 +38,13 @@ from srcgrad.specialise import Specialising
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
 
-BACKENDS = ("numpy", "numba", "cupy", "auto")
-"""The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, NumPy
-otherwise; numba is only ever asked for)."""
+BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
+"""The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, Dask
+for Dask arrays, NumPy otherwise; numba is only ever asked for)."""
+
+
+_NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
+"""Dask's warning before it computes its arrays into NumPy's for a function it lacks."""
 
 
 class _ArgumentError(TypeError):
@@ -147,9 +151,10 @@ class Transform(Specialising, SafetyNet):
 
     # ------------------------------------------------------------- the compiled code
     def _for_backend(self, args: tuple) -> Transform:
-        """``backend="auto"``: the NumPy or the CuPy transform, by the arrays passed."""
-        on_device = any(hasattr(a, "__cuda_array_interface__") for a in args)
-        name = "cupy" if on_device else "numpy"
+        """``backend="auto"``: the NumPy, CuPy or Dask transform, by the arrays passed."""
+        leaves = pytree.flatten(list(args))[0]
+        name = "dask" if any(pytree.array_library(a) == "dask" for a in leaves) else \
+            "cupy" if any(hasattr(a, "__cuda_array_interface__") for a in leaves) else "numpy"
         transform = self._specialised.get(name)
         if transform is None:
             fun, kind, wrt, _, strict = self._given
@@ -217,6 +222,10 @@ class Transform(Specialising, SafetyNet):
         try:
             if latest is not None and not kwargs and len(args) == self._nparams:
                 result = latest(*args)     # guarded: it hands other signatures to _dispatch
+            elif self.backend == "dask":
+                with warnings.catch_warnings():     # NumPy's fallback would compute Dask's
+                    warnings.filterwarnings("error", _NOT_IN_DASK, FutureWarning)
+                    result = self._dispatch(args, kwargs)
             else:
                 result = self._dispatch(args, kwargs)
         except PASS_THROUGH:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from srcgrad import generated
-from srcgrad.codegen.backend import as_backend
+from srcgrad.codegen.backend import NotInBackend, as_backend
 from srcgrad.codegen.module import load, render
 from srcgrad.errors import CompileError, Location, MissingBackend
 from srcgrad.freshness import RESOLVED
@@ -45,6 +45,8 @@ def guarded(fun: Any, work: Callable[[], Any]) -> Any:
         return out
     except (CompileError, MemoryError):
         raise
+    except NotInBackend as exc:          # the backend's library lacks a function
+        raise CompileError(str(exc), failed_at(fun, exc.__traceback__)) from None
     except RecursionError:
         raise CompileError("the function is nested too deeply for the compiler (Python's "
                            "recursion limit was reached)", failed_at(fun, None)) from None

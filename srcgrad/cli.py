@@ -1,7 +1,7 @@
 """The command line: ``python -m srcgrad show path/to/file.py:function [--wrt NAME]
-[--transform jvp|hessian|...] [--backend numba|cupy] [--graph out.svg] [--run-module]`` prints a
-generated gradient, jvp, Jacobian or Hessian (or writes a
-picture of its graph); ``python -m srcgrad supported [--markdown]`` prints what the compiler
+[--transform jvp|hessian|...] [--backend numba|cupy|dask] [--graph out.svg] [--run-module]``
+prints a generated gradient, jvp, Jacobian or Hessian (or writes a picture of its graph);
+``python -m srcgrad supported [--markdown]`` prints what the compiler
 supports (``docs/supported.md`` is its ``--markdown`` output)."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "hessian"],
                           help="which transform's source to print (default: grad); jvp gives "
                                "every argument a tangent")
-    show_cmd.add_argument("--backend", default="numpy", choices=["numpy", "numba", "cupy"],
+    show_cmd.add_argument("--backend", default="numpy", choices=["numpy", "numba", "cupy", "dask"],
                           help="the array library of the printed code; numba's fused kernels "
                                "appear in code specialised at a first call, not in this "
                                "generic source")

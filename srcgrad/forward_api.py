@@ -35,7 +35,7 @@ from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
 __all__ = ["Jvp", "jvp", "hvp_transform", "node_primitive"]
 
-BACKENDS = ("numpy", "numba", "cupy", "auto")
+BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
 
 
 def _plain_count(fun: Any) -> int | None:

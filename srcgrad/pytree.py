@@ -9,7 +9,7 @@ import numpy as np
 from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
-           "zero_like", "same_kind"]
+           "zero_like", "same_kind", "array_library"]
 
 
 def is_leaf(x: Any) -> bool:
@@ -69,7 +69,19 @@ def differentiable(x: Any) -> bool:
         return True
     if isinstance(x, Tensor):
         return x._data.dtype.kind == "f"
-    return isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f"
+    if isinstance(x, (np.ndarray, np.floating)) or array_library(x) in ("cupy", "dask"):
+        return x.dtype.kind == "f"
+    return False
+
+
+def array_library(x: Any) -> str | None:
+    """``"cupy"`` or ``"dask"`` for an array of those libraries (told by its class, without
+    importing them), else None."""
+    kind = type(x)
+    if kind.__name__ not in ("ndarray", "Array"):
+        return None
+    library = kind.__module__.split(".")[0]
+    return library if library in ("cupy", "dask") else None
 
 
 def _paths(tree: Any, path: str) -> list[tuple[str, Any]]:

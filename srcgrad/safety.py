@@ -8,6 +8,7 @@ generic code on NumPy floats first.
 
 from __future__ import annotations
 
+import linecache
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +82,17 @@ class SafetyNet:
     def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
         values = self._bind(args, kwargs)
+        if self.backend == "dask":            # the function itself fails on these arrays
+            from srcgrad.fallback import plain_error
+            error = plain_error(self._target, values, self._call)
+            if error is not None:
+                raise (exc if type(exc) is type(error) else error) from None
+        if self.backend == "dask" and (isinstance(exc, (NotImplementedError, FutureWarning))
+                                       or _raised_in(exc, "dask.array.linalg")):
+            exc.not_compiled = True           # Dask cannot do this lazily, or at all
+            if self.strict:
+                raise CompileError(f"Dask cannot compute the derivative of {self._name} "
+                                   f"lazily{_at(exc)}: {exc}") from None
         if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
                 self.fallback_reason is None and any(
                 type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
@@ -158,6 +170,32 @@ class SafetyNet:
         return vjp_fn
 
 
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """Whether ``exc`` was raised inside ``package`` (its innermost frame): Dask's linear
+    algebra refuses what its blocks cannot do (chunks that are not square, stacks)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return module == package or module.startswith(package + ".")
+
+
+def _at(exc: BaseException) -> str:
+    """`` at file.py:12  code``: the user's line whose generated code raised ``exc`` (the
+    comment above the generated line in the transform's function), or nothing."""
+    tb, where = exc.__traceback__, None
+    while tb is not None and where is None:          # the outermost: the transform's own
+        if tb.tb_frame.f_code.co_filename.startswith("<srcgrad "):
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if where is None:
+        return ""
+    lines = linecache.getlines(where[0])[:where[1]]
+    comment = next((line.strip()[2:] for line in reversed(lines)
+                    if line.strip().startswith("# ")), None)
+    return f" at {comment.removeprefix('adjoint of ')}" if comment else ""
+
+
 def _map_floats(value: Any, to: Callable) -> Any:
     """``value`` with its Python float leaves passed through ``to``."""
     flat, structure = pytree.flatten(value)
@@ -180,7 +218,7 @@ def _key(values: Any) -> Any:
         return (type(values), tuple(_key(v) for v in values))
     if isinstance(values, dict):
         return (dict, tuple((repr(k), _key(values[k])) for k in sorted(values, key=repr)))
-    if isinstance(values, (np.ndarray, np.generic)):
+    if isinstance(values, (np.ndarray, np.generic)) or pytree.array_library(values):
         return (type(values), values.shape, values.dtype.str)
     return type(values)
 

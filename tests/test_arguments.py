@@ -203,7 +203,7 @@ def test_varargs_and_kwargs_fall_back_and_give_the_right_gradient():
 
 
 def test_unknown_backend_is_a_value_error_listing_the_known_ones():
-    with pytest.raises(ValueError, match="'numpy', 'numba', 'cupy', 'auto'"):
+    with pytest.raises(ValueError, match="'numpy', 'numba', 'cupy', 'dask', 'auto'"):
         srcgrad.grad(lambda x: np.sum(x), backend="cuda")
 
 

@@ -112,7 +112,7 @@ def index_put(x, v, *, index):
 @primitive(nin=2)
 def matmul_lhs_grad(g, b, *, a_shape):
     """Gradient of ``a @ b`` with respect to ``a`` (of ``a_shape``), NumPy's 1-D rules included."""
-    b = np.asarray(b)                          # a list operand, as NumPy's ``@`` reads it
+    b = b if hasattr(b, "ndim") else np.asarray(b)   # a list operand, as ``@`` reads it
     if b.ndim == 1:
         out = g * b if len(a_shape) == 1 else g[..., None] * b
     elif len(a_shape) == 1:
@@ -125,7 +125,7 @@ def matmul_lhs_grad(g, b, *, a_shape):
 @primitive(nin=2)
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
-    a = np.asarray(a)
+    a = a if hasattr(a, "ndim") else np.asarray(a)     # an array of any library stays one
     if a.ndim == 1:
         out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:

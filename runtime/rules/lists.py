@@ -14,6 +14,7 @@ import builtins
 import numpy as np
 
 from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive, unbroadcast
+from srcgrad.runtime.rules.core import along
 
 
 @helper
@@ -32,8 +33,8 @@ def unstack(g, xs=None, axis=0):
 @helper
 def split_like(g, xs, axis=0):
     """The gradient of each array of ``np.concatenate(xs, axis)``: ``g`` cut where they join."""
-    ends = np.cumsum([np.shape(x)[axis] for x in xs])
-    return np.split(g, ends[:-1].tolist(), axis=axis)
+    ends = np.cumsum([0] + [np.shape(x)[axis] for x in xs]).tolist()
+    return [g[along(axis, slice(a, b))] for a, b in zip(ends[:-1], ends[1:])]   # any array
 
 
 @helper

@@ -31,7 +31,7 @@ def undiagonal(g, shape, offset=0, axis1=0, axis2=1):
     out = np.tensordot(g, pick, axes=1)                    # other axes, then rows, cols
     others = [k for k in range(nd) if k not in (axis1, axis2)]
     order = others + [axis1, axis2]
-    return np.transpose(out, np.argsort(order))
+    return np.transpose(out, tuple(int(i) for i in np.argsort(order)))
 
 
 defvjp(np.diagonal, lambda g, ans, a, offset=0, axis1=0, axis2=1:

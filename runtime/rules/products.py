@@ -114,7 +114,7 @@ def tensordot_lhs_grad(g, a_ndim, b, axes):
     b_free = [i for i in range(b_ndim) if i not in b_axes]
     out = np.tensordot(g, b, axes=(list(range(len(a_free), np.ndim(g))), b_free))
     order = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
-    return np.transpose(out, np.argsort(order))
+    return np.transpose(out, tuple(int(i) for i in np.argsort(order)))
 
 
 @helper
@@ -126,7 +126,7 @@ def tensordot_rhs_grad(g, a, b_ndim, axes):
     b_free = [i for i in range(b_ndim) if i not in b_axes]
     out = np.tensordot(a, g, axes=(a_free, list(range(len(a_free)))))
     order = [b_axes[a_axes.index(j)] for j in sorted(a_axes)] + b_free
-    return np.transpose(out, np.argsort(order))
+    return np.transpose(out, tuple(int(i) for i in np.argsort(order)))
 
 
 defvjp(np.tensordot, lambda g, ans, a, b, axes=2: tensordot_lhs_grad(g, a.ndim, b, axes),

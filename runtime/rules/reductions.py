@@ -48,7 +48,7 @@ def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
 def prod_others(x, *, axis=None):
     """Product of all other elements along ``axis`` (an int, a tuple or None): the gradient
     of prod, safe at zeros."""
-    x = np.asarray(x)
+    x = x if hasattr(x, "ndim") else np.asarray(x)
     if axis is None:
         flat = x.reshape(-1)
     else:

@@ -40,7 +40,7 @@ def match_tangent(t, x):
         return type(x)(match_tangent(u, v) for u, v in zip(t, x))
     shape = np.shape(x)
     dtype = getattr(x, "dtype", None)
-    t = np.asarray(t)
+    t = t if hasattr(t, "dtype") else np.asarray(t)        # an array of any library stays one
     if t.shape != shape:
         t = np.broadcast_to(t, shape)
     if dtype is not None and dtype.kind in "fc" and t.dtype != dtype:

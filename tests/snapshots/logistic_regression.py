@@ -27,7 +27,7 @@ def match_input(g, x):
 
 def matmul_rhs_grad(g, a, *, b_shape):
     """Gradient of ``a @ b`` with respect to ``b`` (of ``b_shape``)."""
-    a = np.asarray(a)
+    a = a if hasattr(a, 'ndim') else np.asarray(a)
     if a.ndim == 1:
         out = g * a if len(b_shape) == 1 else a[:, None] * g[..., None, :]
     elif len(b_shape) == 1:

@@ -1,0 +1,189 @@
+"""The helpers of ``backend="dask"`` that differ from NumPy's.
+
+A Dask module keeps NumPy's helper sources: NumPy hands its functions to Dask arrays through
+``__array_function__``, so ``np.broadcast_to(g, shape)`` of a Dask ``g`` is Dask's, lazy.
+These are the exceptions, printed in a Dask module under the NumPy helpers' names:
+
+- what NumPy would compute eagerly: ``np.full(shape, g)`` and ``np.full_like(g, g, ...)`` of
+  a 0-d Dask ``g`` read its value (a compute on the client), where ``da.broadcast_to`` keeps
+  it in the graph;
+- what Dask arrays cannot do: ``np.add.at`` (no ufunc methods) becomes ``da.bincount`` over
+  the flat positions the index reads, a tree reduction of one partial sum a chunk;
+- what should be chunked like the data: a gradient spread over an array of the data's shape
+  takes that array's chunks, so that it meets the data chunk for chunk.
+
+Each function here has the NumPy helper's name and signature, and on NumPy values computes
+what NumPy's does (they are also the whole module's code where no Dask array is passed).
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+__all__ = ["HELPERS", "filled"]
+
+
+def is_dask(x):
+    """Whether ``x`` is a Dask array (told by its class, without importing Dask)."""
+    return type(x).__module__.split(".")[0] == "dask"
+
+
+def filled(like, value):
+    """``np.full(np.shape(like), value)``: chunked as ``like``, lazily, when either is Dask."""
+    if not (is_dask(like) or is_dask(value)):
+        return np.full(np.shape(like), value)
+    return da.broadcast_to(value, np.shape(like), chunks=like.chunks if is_dask(like) else None)
+
+
+def match_input(g, x):
+    """The gradient ``g`` shaped as the input ``x``, as NumPy's ``match_input``; a Dask
+    gradient stays lazy (a 0-d Dask array for a float)."""
+    if not is_dask(g):
+        if isinstance(x, float):
+            return float(g) if type(x) is float else type(x)(g)
+        if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
+            return None
+        if not hasattr(g, 'shape') or g.shape != x.shape:
+            return np.full(x.shape, g, dtype=x.dtype)
+        return g if g.dtype == x.dtype else g.astype(x.dtype)
+    if isinstance(x, float):
+        dtype = np.float64 if type(x) is float else x.dtype
+    elif hasattr(x, 'dtype') and x.dtype.kind in 'fc':
+        dtype = x.dtype
+    else:
+        return None
+    if g.shape != np.shape(x):
+        g = da.broadcast_to(g, np.shape(x), chunks=x.chunks if is_dask(x) else None)
+    return g if g.dtype == dtype else g.astype(dtype)
+
+
+def unreduce(g, *, shape, axis=None, keepdims=False):
+    """Spread the gradient of a reduction back over the reduced ``shape``."""
+    if isinstance(g, (int, float)) or g.ndim == 0:
+        if is_dask(g):
+            return da.broadcast_to(g, shape)
+        return np.full_like(g, g, shape=shape)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
+    return np.broadcast_to(g, shape)
+
+
+def scatter_add(out, index, g):
+    """``out[index] += g``, repeated indices adding up; returns ``out`` (a Dask ``out`` is
+    a new array: Dask's item assignment builds a new graph)."""
+    keys = index if isinstance(index, tuple) else (index,)
+    fancy = any(getattr(k, 'dtype', None) is not None and k.dtype.kind in 'iu'
+                or isinstance(k, list) for k in keys)
+    if not (is_dask(out) or is_dask(g) or any(is_dask(k) for k in keys)):
+        if fancy:
+            np.add.at(out, index, g)
+        else:
+            out[index] += g
+        return out
+    if any(is_dask(k) and k.dtype.kind == 'b' for k in keys):
+        raise NotImplementedError(
+            'a boolean mask of Dask values selects a number of elements known only once '
+            'computed, so Dask cannot place their gradient lazily; np.where(mask, x, 0) '
+            'keeps the shape')
+    out = da.asarray(out).copy()       # a new Array: item assignment rebinds its graph
+    if not fancy:                     # slices, integers, masks: each position once
+        index, g = without_new_axes(keys, out[index] + g)
+        out[index] = g
+        return out
+    if out.size > 4194304:            # a partial sum a chunk: up to 32 MiB of float64 each
+        raise NotImplementedError(
+            f'a gradient scattered through an integer index into {out.size} elements: Dask '
+            f'cannot add repeated positions in place, and srcgrad sums a whole partial '
+            f'output a chunk only up to 4194304 elements')
+    positions = da.arange(out.size).reshape(out.shape)[index]
+    g = da.broadcast_to(g, positions.shape).rechunk(positions.chunks)
+    added = da.bincount(positions.ravel(), weights=g.ravel(), minlength=out.size)
+    return out + added.reshape(out.shape).astype(out.dtype)
+
+
+def full_of(value, *, shape, dtype=None):
+    """``np.full(shape, value, dtype)``; a Dask ``value`` stays in the graph."""
+    if not is_dask(value):
+        return np.full(shape, value, dtype=dtype)
+    out = da.broadcast_to(value, shape)
+    return out if dtype is None else out.astype(dtype)
+
+
+def index_put(x, v, *, index):
+    """``x`` with ``x[index] = v``, as a new array; Dask's when either is."""
+    if not (is_dask(x) or is_dask(v)):
+        out = x.copy()
+        out[index] = v
+        return out
+    out = da.asarray(x).copy()
+    out[index] = v
+    return out
+
+
+def signs_differ():
+    """Refuse a factor of Dask's QR or SVD."""
+    raise NotImplementedError("Dask's blocked QR and SVD may give factors of other signs than "
+                              "NumPy's, which makes a function of Q, R, U or Vh another "
+                              "function than NumPy's")
+
+
+def qr_q(a):
+    """``Q`` of ``np.linalg.qr(a)``: NumPy's; refused for a Dask ``a``."""
+    if is_dask(a):
+        signs_differ()
+    return np.linalg.qr(a)[0]
+
+
+def qr_r(a):
+    """``R`` of ``np.linalg.qr(a)``: NumPy's; refused for a Dask ``a``."""
+    if is_dask(a):
+        signs_differ()
+    return np.linalg.qr(a)[1]
+
+
+def svd_u(a):
+    """``U`` of ``np.linalg.svd(a, full_matrices=False)``: NumPy's; refused for Dask's."""
+    if is_dask(a):
+        signs_differ()
+    return np.linalg.svd(a, full_matrices=False)[0]
+
+
+def svd_vh(a):
+    """``Vh`` of ``np.linalg.svd(a, full_matrices=False)``: NumPy's; refused for Dask's."""
+    if is_dask(a):
+        signs_differ()
+    return np.linalg.svd(a, full_matrices=False)[2]
+
+
+def vector_gradient(f, *, edge_order=1):
+    """``np.gradient(f, edge_order=edge_order)`` of a 1-D ``f``; refused for a Dask ``f``
+    (Dask's returns a list of one array, where NumPy's returns the array)."""
+    if is_dask(f):
+        raise NotImplementedError("np.gradient of a 1-d Dask array returns a list, where "
+                                  "NumPy's returns an array")
+    return np.gradient(f, edge_order=edge_order)
+
+
+def without_new_axes(keys, g):
+    """``(index, g)`` with the ``None`` of a basic index dropped and ``g``'s axes of length
+    one that they made squeezed out (Dask's item assignment takes no new axis)."""
+    if not any(k is None for k in keys) or any(hasattr(k, 'ndim') and k.ndim for k in keys):
+        return keys, g
+    slices = sum(isinstance(k, slice) for k in keys)
+    nones = sum(k is None for k in keys)
+    axis, new = 0, []
+    for k in keys:
+        if k is None:
+            new.append(axis)
+            axis += 1
+        elif isinstance(k, slice):
+            axis += 1
+        elif k is Ellipsis:                 # the axes it stands for
+            axis += g.ndim - slices - nones
+    return tuple(k for k in keys if k is not None), da.squeeze(g, axis=tuple(new))
+
+
+HELPERS = {f.__name__: f for f in (match_input, unreduce, scatter_add, filled, full_of,
+                                   index_put, qr_q, qr_r, svd_u, svd_vh, vector_gradient)}
+"""The Dask versions, by the name of the NumPy helper each replaces."""
