@@ -61,8 +61,9 @@ def match_input(g, x):
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
     if isinstance(g, (int, float)) or g.ndim == 0:
-        if is_dask(g):
-            return da.broadcast_to(g, shape)
+        if is_dask(g):                # in chunks of Dask's usual size, not one of them all
+            return da.broadcast_to(g, shape, chunks=da.core.normalize_chunks(
+                'auto', tuple(shape), dtype=g.dtype))
         return np.full_like(g, g, shape=shape)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
