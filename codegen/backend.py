@@ -56,12 +56,10 @@ class Backend:
     writes the library's elementwise functions as the library's (``da.exp``) and its others
     as NumPy's (``np.sum``: NumPy hands them to the library's arrays, and answers for numbers
     and NumPy arrays itself, which the library's may not take).  ``writes_in_place``: whether
-    the code adds
-    into the arrays it made (``d_x += g``): not where they may be immutable graphs (Dask),
-    into which a NumPy ``+=`` would compute its operand; ``differs``: the NumPy functions
-    whose library version computes another result (a dict: function → why), refused;
-    ``renamed``: NumPy functions written as the library's function of that name (one it has
-    under another name, or one NumPy would not hand it: ``np.array`` of its arrays).
+    the code adds into the arrays it made (``d_x += g``): not where they may be immutable
+    graphs (Dask), into which a NumPy ``+=`` would compute its operand; ``renamed``: NumPy
+    functions written as the library's function of that name (one it has under another
+    name, or one NumPy would not hand it: ``np.array`` of its arrays).
     """
 
     name: str
@@ -74,7 +72,6 @@ class Backend:
     keeps_numpy: bool = False
     helpers: Any = None
     writes_in_place: bool = True
-    differs: Any = None
     renamed: Any = None
 
     def __repr__(self) -> str:
@@ -94,27 +91,12 @@ class Backend:
             return ast.Attribute(ast.Name("math", ast.Load()), MATH_NAMES[func], ast.Load())
         module = getattr(func, "__module__", None) or "numpy"
         parts = [p for p in module.split(".")[1:] if p not in _PRIVATE_MODULES]
-        if self.differs and func in self.differs:
-            raise NotInBackend(f"{'.'.join(['np', *parts, func.__name__])}: "
-                               f"{self.differs[func]}; backend={self.name!r} refuses it")
         if self.renamed and func in self.renamed:
             return _dotted([self.alias, *self.renamed[func].split(".")])
-        if self.keeps_numpy and not self._has(parts + [func.__name__]):
-            if isinstance(func, type):           # a dtype: NumPy's, which the library takes
-                return _dotted(["np", *parts, func.__name__])
-            spelled = ".".join(["np", *parts, func.__name__])
-            raise NotInBackend(f"{spelled} has no {self.name.capitalize()} version "
-                               f"({'.'.join([self.module, *parts, func.__name__])} does not "
-                               f"exist): backend={self.name!r} cannot compute it")
         if self.keeps_numpy and elementwise_function(
                 self._resolve(parts + [func.__name__])) is None:
             return _dotted(["np", *parts, func.__name__])     # NumPy hands it to the library
         return _dotted([self.alias, *parts, func.__name__])
-
-    def _has(self, path: list[str]) -> bool:
-        """Whether the library has ``path`` (True when it is not installed: the module's
-        load reports that)."""
-        return self.library_module() is None or self._resolve(path) is not None
 
     def _resolve(self, path: list[str]) -> Any:
         target = self.library_module()
@@ -128,15 +110,6 @@ class Backend:
             return importlib.import_module(self.module)
         except ImportError:
             return None
-
-    def method(self, name: str) -> str:
-        """An array method's name, refused (NotInBackend) where the library's arrays lack it."""
-        if self.keeps_numpy:
-            kind = getattr(self.library_module(), "Array", None)
-            if kind is not None and not hasattr(kind, name):
-                raise NotInBackend(f"the array method .{name}() has no {self.name.capitalize()}"
-                                   f" version: backend={self.name!r} cannot compute it")
-        return name
 
     def attribute(self, name: str) -> ast.expr:
         """``np.name``: an attribute of the array module (``np.s_``, ``np.shape``); NumPy's
@@ -215,8 +188,6 @@ MATH = Backend("math", "numpy", "np", scalar=True)
 DASK = Backend("dask", "dask.array", "da", library="dask", extra="dask", keeps_numpy=True,
                helpers=LazyKernels("srcgrad.codegen.dask_helpers", "HELPERS"),
                writes_in_place=False,
-               differs={f: "Dask's blocked decomposition is not NumPy's (its factors may "
-                        "differ in sign)" for f in (np.linalg.qr, np.linalg.svd)},
                renamed={np.array: "array", np.asarray: "asarray",   # of data: Dask's
                         np.conjugate: "conj", np.copy: "asarray", np.linalg.matmul: "matmul",
                         np.linalg.outer: "outer", np.linalg.tensordot: "tensordot"})

@@ -29,6 +29,18 @@ def is_dask(x):
     return type(x).__module__.split(".")[0] == "dask"
 
 
+def numel(shape):
+    """Number of elements of an array of ``shape``; refused where Dask does not know it."""
+    count = 1
+    for n in shape:
+        if n != n:                    # nan: chunk sizes Dask learns only by computing
+            raise NotImplementedError(
+                'an array of unknown size (a Dask array with unknown chunk sizes, after a '
+                'boolean mask or from a DataFrame); call x.compute_chunk_sizes() first')
+        count *= n
+    return count
+
+
 def filled(like, value):
     """``np.full(np.shape(like), value)``: chunked as ``like``, lazily, when either is Dask."""
     if not (is_dask(like) or is_dask(value)):
@@ -38,7 +50,16 @@ def filled(like, value):
 
 def match_input(g, x):
     """The gradient ``g`` shaped as the input ``x``, as NumPy's ``match_input``; a Dask
-    gradient stays lazy (a 0-d Dask array for a float)."""
+    gradient stays lazy (a 0-d Dask array for a float), and the gradient of a Dask input is
+    a Dask array in its chunks."""
+    if is_dask(x) and not is_dask(g) and x.dtype.kind in 'fc':
+        g = np.asarray(g)
+        if 0 in g.strides:            # a broadcast view: its one copy of each value suffices
+            g = g[tuple(slice(0, 1) if s == 0 else slice(None) for s in g.strides)].copy()
+        lead = x.ndim - g.ndim
+        chunks = tuple(c if n == m else (n,) for c, n, m in
+                       zip(x.chunks[lead:], g.shape, x.shape[lead:]))
+        g = da.broadcast_to(da.from_array(g, chunks=chunks), x.shape, chunks=x.chunks)
     if not is_dask(g):
         if isinstance(x, float):
             return float(g) if type(x) is float else type(x)(g)
@@ -55,6 +76,8 @@ def match_input(g, x):
         return None
     if g.shape != np.shape(x):
         g = da.broadcast_to(g, np.shape(x), chunks=x.chunks if is_dask(x) else None)
+    elif is_dask(x) and g.chunks != x.chunks:
+        g = g.rechunk(x.chunks)
     return g if g.dtype == dtype else g.astype(dtype)
 
 
@@ -67,6 +90,10 @@ def unreduce(g, *, shape, axis=None, keepdims=False):
         return np.full_like(g, g, shape=shape)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
+    if is_dask(g) and g.ndim == len(shape):   # spread axes in chunks of Dask's usual size
+        return da.broadcast_to(g, shape, chunks=da.core.normalize_chunks(tuple(
+            c if n == m else 'auto' for c, n, m in zip(g.chunks, g.shape, shape)),
+            tuple(shape), dtype=g.dtype))
     return np.broadcast_to(g, shape)
 
 
@@ -97,7 +124,11 @@ def scatter_add(out, index, g):
             f'a gradient scattered through an integer index into {out.size} elements: Dask '
             f'cannot add repeated positions in place, and srcgrad sums a whole partial '
             f'output a chunk only up to 4194304 elements')
-    positions = da.arange(out.size).reshape(out.shape)[index]
+    positions = da.arange(out.size).reshape(out.shape)
+    if hasattr(index, 'ndim') and index.ndim > 1:      # Dask takes one axis of indices
+        positions = positions[index.ravel()].reshape(index.shape + out.shape[1:])
+    else:
+        positions = positions[index]
     g = da.broadcast_to(g, positions.shape).rechunk(positions.chunks)
     added = da.bincount(positions.ravel(), weights=g.ravel(), minlength=out.size)
     return out + added.reshape(out.shape).astype(out.dtype)
@@ -185,6 +216,6 @@ def without_new_axes(keys, g):
     return tuple(k for k in keys if k is not None), da.squeeze(g, axis=tuple(new))
 
 
-HELPERS = {f.__name__: f for f in (match_input, unreduce, scatter_add, filled, full_of,
+HELPERS = {f.__name__: f for f in (numel, match_input, unreduce, scatter_add, filled, full_of,
                                    index_put, qr_q, qr_r, svd_u, svd_vh, vector_gradient)}
 """The Dask versions, by the name of the NumPy helper each replaces."""

@@ -76,7 +76,7 @@ def _spelled(spelling: tuple, args: list[ast.expr], keywords: Callable[[], list[
     if form == "subscript":
         return ast.Subscript(args[0], index_expr(params[rest[0]]), ast.Load())
     if form == "method":
-        return ast.Call(ast.Attribute(args[0], backend.method(rest[0]), ast.Load()),
+        return ast.Call(ast.Attribute(args[0], rest[0], ast.Load()),
                         [to_expr(params[p]) for p in rest[1:]], [])
     if form == "sequence":             # the inputs as one list: ``np.stack([a, b], axis=0)``
         return ast.Call(backend.path(rest[0]), [ast.List(args, ast.Load())], keywords())

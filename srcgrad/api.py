@@ -223,9 +223,7 @@ class Transform(Specialising, SafetyNet):
             if latest is not None and not kwargs and len(args) == self._nparams:
                 result = latest(*args)     # guarded: it hands other signatures to _dispatch
             elif self.backend == "dask":
-                with warnings.catch_warnings():     # NumPy's fallback would compute Dask's
-                    warnings.filterwarnings("error", _NOT_IN_DASK, FutureWarning)
-                    result = self._dispatch(args, kwargs)
+                result = self._on_dask(args, kwargs)
             else:
                 result = self._dispatch(args, kwargs)
         except PASS_THROUGH:
@@ -239,6 +237,25 @@ class Transform(Specialising, SafetyNet):
         if self._vjp:
             return result[0], self._safe_backward(result[1], args, kwargs)
         return result
+
+    def _on_dask(self, args: tuple, kwargs: dict) -> Any:
+        """``_dispatch`` for ``backend="dask"``: arrays of unknown chunk sizes are refused
+        (the gradient divides and scatters by sizes), and NumPy's warn-and-compute fallback
+        for a function Dask lacks raises instead."""
+        unknown = next((a for a in pytree.flatten(list(args) + list(kwargs.values()))[0]
+                        if pytree.array_library(a) == "dask" and any(n != n for n in a.shape)),
+                       None)
+        if unknown is not None:
+            reason = (f"a Dask array of unknown chunk sizes (shape {unknown.shape}) was passed "
+                      f"to {self._name}; call .compute_chunk_sizes() on it first")
+            if self.strict:
+                raise CompileError(reason)
+            warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
+                          FallbackWarning, stacklevel=4)
+            return EAGER
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", _NOT_IN_DASK, FutureWarning)
+            return self._dispatch(args, kwargs)
 
     def _redispatch(self, *args: Any) -> Any:
         """What a specialisation's guard calls for arguments it was not made for."""

@@ -36,8 +36,12 @@ class SafetyNet:
         (the compiled one when of the same kind: its traceback shows the generated line).
         If not, the eager engine cannot run the call either, and that is a CompileError
         naming the reasons (an error NumPy would not raise never reaches the user), except
-        ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for."""
+        ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for.  Dask arguments
+        are computed into NumPy arrays first (the eager engine is NumPy's)."""
         from srcgrad.fallback import eager_transform, plain_error
+        if self.backend == "dask":
+            import dask
+            values = list(dask.compute(*values))
         try:
             result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
                                      self._call)
@@ -82,17 +86,8 @@ class SafetyNet:
     def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
         values = self._bind(args, kwargs)
-        if self.backend == "dask":            # the function itself fails on these arrays
-            from srcgrad.fallback import plain_error
-            error = plain_error(self._target, values, self._call)
-            if error is not None:
-                raise (exc if type(exc) is type(error) else error) from None
-        if self.backend == "dask" and (isinstance(exc, (NotImplementedError, FutureWarning))
-                                       or _raised_in(exc, "dask.array.linalg")):
-            exc.not_compiled = True           # Dask cannot do this lazily, or at all
-            if self.strict:
-                raise CompileError(f"Dask cannot compute the derivative of {self._name} "
-                                   f"lazily{_at(exc)}: {exc}") from None
+        if self.backend == "dask":
+            self._refuse_on_dask(exc, values)
         if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
                 self.fallback_reason is None and any(
                 type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
@@ -102,6 +97,30 @@ class SafetyNet:
         result = self._eager(values, exc)
         self._internal_error(exc, signature(values))
         return result
+
+    def _refuse_on_dask(self, exc: Exception, values: list) -> None:
+        """Dask's answer to compiled code that raised ``exc``: a CompileError at the user's
+        line for what Dask cannot do lazily (or its linear algebra cannot do on these
+        chunks); the function's own error where it fails alike on these arrays; with
+        ``strict``, a CompileError for anything else (the eager engine would compute every
+        Dask argument on the client)."""
+        from srcgrad.fallback import plain_error
+        if isinstance(exc, (NotImplementedError, FutureWarning)) or _raised_in(
+                exc, "dask.array.linalg"):
+            exc.not_compiled = True           # Dask cannot do this lazily, or at all
+            if self.strict:
+                raise CompileError(f"Dask cannot compute the derivative of {self._name} "
+                                   f"lazily{_at(exc)}: {exc}") from None
+            return
+        with warnings.catch_warnings():       # its functions Dask lacks raise, not compute
+            warnings.filterwarnings("error", category=FutureWarning, module="dask")
+            error = plain_error(self._target, values, self._call)
+        if error is not None and type(error) is type(exc):
+            raise exc from None               # the function itself fails on these arrays
+        if self.strict:
+            raise CompileError(f"internal error: the compiled code of {self._name} raised "
+                               f"{type(exc).__name__}: {exc}{_at(exc)}; please report it") \
+                from exc
 
     def _with_numpy_floats(self, values: list) -> Any:
         """Python floats raise where NumPy gives inf or nan (``1.0 / 0.0`` in an adjoint,

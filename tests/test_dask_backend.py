@@ -158,14 +158,17 @@ def test_auto_picks_dask_for_dask_arrays_and_numpy_otherwise():
     assert isinstance(g({"not": "used"} and WN, X, YN), da.Array)
 
 
-def test_a_function_dask_lacks_is_a_compile_error_at_its_line():
+def test_a_function_dask_lacks_is_refused_on_dask_arrays_at_its_line():
     def f(x):
         return np.sum(np.sort(x) ** 2)
-    with pytest.raises(srcgrad.CompileError, match=r"np.sort has no Dask version") as info:
-        srcgrad.grad(f, backend="dask", strict=True)
-    assert info.value.lineno == f.__code__.co_firstlineno + 1
+    g = srcgrad.grad(f, backend="dask", strict=True)
+    np.testing.assert_allclose(g(XN), srcgrad.grad(f)(XN))    # NumPy's arrays: NumPy's sort
     X, _ = data()
-    with pytest.warns(srcgrad.FallbackWarning, match="np.sort has no Dask version"):
+    with pytest.raises(srcgrad.CompileError, match=r"at test_dask_backend.py:\d+  return "
+                       r"np.sum\(np.sort\(x\) \*\* 2\): The `numpy.sort` function is not "
+                       r"implemented by Dask array"):
+        g(X)
+    with pytest.warns(srcgrad.FallbackWarning, match="numpy.sort"):
         eager = srcgrad.grad(f, backend="dask")(X)      # the eager engine computes X
     np.testing.assert_allclose(eager, srcgrad.grad(f)(XN), rtol=1e-12)
 
@@ -210,3 +213,48 @@ def test_the_command_line_prints_dask_code(tmp_path, capsys):
     assert cli(["show", f"{path}:f", "--backend", "dask"]) == 0
     out = capsys.readouterr().out
     assert "import dask.array as da" in out and "da.exp(x)" in out
+
+
+def test_arrays_of_unknown_chunk_sizes_are_refused_not_divided_by_nan():
+    def loss(w, X):
+        return np.mean(np.tanh(X @ w))
+    X, _ = data()
+    unknown = X[X[:, 0] > -0.5]                    # shape (nan, 5)
+    g = srcgrad.grad(loss, backend="dask", strict=True)
+    with pytest.raises(srcgrad.CompileError, match="unknown chunk sizes"):
+        g(WN, unknown)
+    known = unknown.compute_chunk_sizes()
+    want = srcgrad.grad(loss)(WN, XN[XN[:, 0] > -0.5])
+    np.testing.assert_allclose(g(WN, known).compute(), want, rtol=1e-12)
+    with pytest.warns(srcgrad.FallbackWarning, match="unknown chunk sizes"):
+        eager = srcgrad.grad(loss, backend="dask")(WN, X[X[:, 0] > -0.5])
+    np.testing.assert_allclose(eager, want, rtol=1e-12)
+
+
+def test_a_two_dimensional_dask_index_scatters_its_gradient():
+    def bag(E, tokens):
+        return np.sum(E[tokens] ** 2)
+    E = RNG.normal(size=(10, 4))
+    tokens = RNG.integers(0, 10, size=(40, 3))
+    got = srcgrad.grad(bag, backend="dask", strict=True)(E, da.from_array(tokens, chunks=7))
+    np.testing.assert_allclose(got.compute(), srcgrad.grad(bag)(E, tokens), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", [
+    lambda X, w: np.mean(X) + np.sum(w),                  # the gradient of X: one number
+    lambda X, w: np.sum(np.sum(X, axis=0) * w),           # a row, spread over every row
+    lambda X, w: np.sum(X[:, 0]) * w[0],                  # a column
+], ids=["mean", "column sums", "a column"])
+def test_a_dask_inputs_gradient_is_a_dask_array_chunked_like_it(loss):
+    X = da.from_array(XN, chunks=(12, 5))
+    got = srcgrad.grad(loss, backend="dask", strict=True)(X, WN)
+    assert isinstance(got, da.Array) and got.chunks == X.chunks
+    np.testing.assert_allclose(got.compute(), srcgrad.grad(loss)(XN, WN), rtol=1e-12)
+
+
+def test_numpy_functions_dask_lacks_still_run_on_numpy_parameters():
+    def f(w, X):
+        return np.inner(w, w) + np.sum(np.sort(w)) + np.sum(X @ w)
+    X, _ = data()
+    got = srcgrad.grad(f, backend="dask", strict=True)(WN, X)
+    np.testing.assert_allclose(dask.compute(got)[0], srcgrad.grad(f)(WN, XN), rtol=1e-12)
