@@ -109,16 +109,14 @@ def scatter_add(out, index, g):
         else:
             out[index] += g
         return out
-    if any(is_dask(k) and k.dtype.kind == 'b' for k in keys):
+    if any(is_dask(k) and k.dtype.kind == 'b' for k in keys) or unknown(g):
         raise NotImplementedError(
             'a boolean mask of Dask values selects a number of elements known only once '
             'computed, so Dask cannot place their gradient lazily; np.where(mask, x, 0) '
             'keeps the shape')
-    out = da.asarray(out).copy()       # a new Array: item assignment rebinds its graph
+    out = da.asarray(out)
     if not fancy:                     # slices, integers, masks: each position once
-        index, g = without_new_axes(keys, out[index] + g)
-        out[index] = g
-        return out
+        return put(out, index, out[index] + g)
     if out.size > 4194304:            # a partial sum a chunk: up to 32 MiB of float64 each
         raise NotImplementedError(
             f'a gradient scattered through an integer index into {out.size} elements: Dask '
@@ -144,13 +142,59 @@ def full_of(value, *, shape, dtype=None):
 
 def index_put(x, v, *, index):
     """``x`` with ``x[index] = v``, as a new array; Dask's when either is."""
-    if not (is_dask(x) or is_dask(v)):
+    keys = index if isinstance(index, tuple) else (index,)
+    if not (is_dask(x) or is_dask(v) or any(is_dask(k) for k in keys)):
         out = x.copy()
         out[index] = v
         return out
-    out = da.asarray(x).copy()
+    return put(da.asarray(x), index, v)
+
+
+def put(out, index, v):
+    """A new Dask array: ``out`` with ``out[index] = v``.  A boolean mask of ``out``'s shape
+    is ``da.where`` for one value, and its flat positions for several (a mask of Dask values
+    leaves those unknown: refused); ``None`` axes are dropped (Dask's item assignment takes
+    none)."""
+    keys = index if isinstance(index, tuple) else (index,)
+    mask = keys[0] if len(keys) == 1 and getattr(keys[0], 'dtype', None) is not None and \
+        keys[0].dtype.kind == 'b' and keys[0].shape == out.shape else None
+    if mask is not None and np.ndim(v) == 0:
+        return da.where(mask, v, out).astype(out.dtype)
+    if any(is_dask(k) and k.dtype.kind == 'b' for k in keys) or unknown(v):
+        raise NotImplementedError(
+            'values placed through a boolean mask of Dask values have no known positions '
+            'until it is computed; np.where(mask, value, x) keeps the shape')
+    if mask is not None:
+        at = np.flatnonzero(mask)
+        flat = out.ravel().copy()
+        flat[at] = da.broadcast_to(da.asarray(v).ravel(), at.shape)
+        return flat.reshape(out.shape)
+    index, v = without_new_axes(keys, da.broadcast_to(v, out[index].shape))
+    out = out.copy()                  # item assignment rebinds the graph of its Array
     out[index] = v
     return out
+
+
+def unknown(x):
+    """Whether ``x``'s shape holds a size Dask knows only once computed (nan)."""
+    return any(n != n for n in np.shape(x))
+
+
+def unbroadcast(x, shape):
+    """Sum ``x`` down to ``shape``, undoing NumPy broadcasting; refused for sizes Dask does
+    not know yet."""
+    if unknown(x) or any(n != n for n in shape):
+        raise NotImplementedError(
+            'an array of unknown size (a Dask array with unknown chunk sizes, after a '
+            'boolean mask); call x.compute_chunk_sizes() first')
+    if getattr(x, 'shape', ()) == tuple(shape):
+        return x
+    lead = x.ndim - len(shape)
+    if lead < 0:
+        x, lead = x.reshape((1,) * -lead + x.shape), 0
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
+                                      if n == 1 and x.shape[i + lead] != 1)
+    return x.sum(axis=axes, keepdims=True).reshape(shape)
 
 
 def signs_differ():
@@ -216,6 +260,7 @@ def without_new_axes(keys, g):
     return tuple(k for k in keys if k is not None), da.squeeze(g, axis=tuple(new))
 
 
-HELPERS = {f.__name__: f for f in (numel, match_input, unreduce, scatter_add, filled, full_of,
+HELPERS = {f.__name__: f for f in (numel, unbroadcast, match_input, unreduce, scatter_add,
+                                   filled, full_of,
                                    index_put, qr_q, qr_r, svd_u, svd_vh, vector_gradient)}
 """The Dask versions, by the name of the NumPy helper each replaces."""

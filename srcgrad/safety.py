@@ -110,7 +110,7 @@ class SafetyNet:
             exc.not_compiled = True           # Dask cannot do this lazily, or at all
             if self.strict:
                 raise CompileError(f"Dask cannot compute the derivative of {self._name} "
-                                   f"lazily{_at(exc)}: {exc}") from None
+                                   f"lazily{_at(exc)}: {str(exc).strip()}") from None
             return
         with warnings.catch_warnings():       # its functions Dask lacks raise, not compute
             warnings.filterwarnings("error", category=FutureWarning, module="dask")

@@ -258,3 +258,28 @@ def test_numpy_functions_dask_lacks_still_run_on_numpy_parameters():
     X, _ = data()
     got = srcgrad.grad(f, backend="dask", strict=True)(WN, X)
     np.testing.assert_allclose(dask.compute(got)[0], srcgrad.grad(f)(WN, XN), rtol=1e-12)
+
+
+def test_writes_through_masks_and_new_axes_of_dask_arrays():
+    def clipped(x):
+        y = x * 1.0
+        y[y < 0.0] = 0.0                   # a mask of Dask values, one value: np.where
+        return np.sum(y ** 2)
+
+    def through_a_view(x):
+        y = x * 2.0
+        v = y[None]
+        v[0, 0] = 0.5                      # written through a new axis (a view of y)
+        return np.sum(y * x)
+    X, _ = data()
+    for f in (clipped, through_a_view):
+        got = srcgrad.grad(f, backend="dask", strict=True)(X)
+        assert isinstance(got, da.Array)
+        np.testing.assert_allclose(got.compute(), srcgrad.grad(f)(XN), rtol=1e-12)
+
+    def scaled(x):
+        y = x * 1.0
+        y[y < 0.0] *= 1.5                  # several values: their positions need a compute
+        return np.sum(y)
+    with pytest.raises(srcgrad.CompileError, match=r"lazily at .*y\[y < 0.0\] \*= 1.5"):
+        srcgrad.grad(scaled, backend="dask", strict=True)(X)
