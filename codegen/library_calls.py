@@ -21,7 +21,7 @@ import numpy as np
 
 from srcgrad.codegen.backend import Backend, NotInBackend, elementwise_function
 
-__all__ = ["check_function", "check_helper"]
+__all__ = ["check_function", "check_helper", "callers"]
 
 
 
@@ -44,19 +44,33 @@ def check_function(fn: ast.FunctionDef, backend: Backend, is_comment: Any) -> No
                     raise NotInBackend(wrong + (f" at {line}" if line else ""))
 
 
-def check_helper(source: str, backend: Backend) -> None:
+def check_helper(source: str, backend: Backend, callers: dict[str, str]) -> None:
     """Refuse a helper (NumPy source) with a NumPy call that the library, to which NumPy hands
-    it, cannot take as written."""
+    it, cannot take as written; ``callers``: the user's line that first calls each helper."""
     if not backend.keeps_numpy or backend.library_module() is None:
         return
     helper = source.split("(", 1)[0].removeprefix("def ")
+    line = f", at {callers[helper]}" if helper in callers else ""
     for call in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)):
         parts = _dotted(call.func, "np")
         if parts is None:
             continue
         wrong = _refusal(call, _resolve(backend.library_module(), parts), "np", parts)
         if wrong is not None:
-            raise NotInBackend(f"{wrong} (in the derivative helper {helper})")
+            raise NotInBackend(f"{wrong} (in the helper {helper}{line})")
+
+
+def callers(functions: list[ast.FunctionDef], is_comment: Any) -> dict[str, str]:
+    """The user's line (a comment statement's text) before the first call of each name."""
+    found: dict[str, str] = {}
+    for fn in functions:
+        line = ""
+        for st in ast.walk(fn):
+            if isinstance(st, ast.stmt) and is_comment(st):
+                line = st.value.args[0].value.removeprefix("adjoint of ")
+            elif isinstance(st, ast.Call) and isinstance(st.func, ast.Name) and line:
+                found.setdefault(st.func.id, line)
+    return found
 
 
 def _adapted(call: ast.Call, backend: Backend, alias: str) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from srcgrad.codegen.backend import NUMPY, Backend, as_backend
 from srcgrad.codegen.fusion import find_regions
-from srcgrad.codegen.library_calls import check_function, check_helper
+from srcgrad.codegen.library_calls import callers, check_function, check_helper
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT, is_comment
 from srcgrad.codegen.reuse import reuse_buffers
@@ -117,8 +117,9 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
     if clash:                      # the module's own def would shadow the user's value
         raise ValueError(f"the name {clash[0]!r} of the user's module is also a function the "
                          "generated code defines; srcgrad cannot bind both (rename it)")
+    called = callers(functions, is_comment) if backend.keeps_numpy else {}
     for source in sources:
-        check_helper(source, backend)
+        check_helper(source, backend, called)
         parts.append(backend.swap(source))
     parts.extend(kernels)
     for fn in functions:
