@@ -21,6 +21,19 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
+from srcgrad.codegen.support import match_input as numpy_match_input
+from srcgrad.runtime.primitives import unbroadcast as numpy_unbroadcast
+from srcgrad.runtime.rules.constructors import full_of as numpy_full_of
+from srcgrad.runtime.rules.core import index_put as numpy_index_put
+from srcgrad.runtime.rules.core import numel as numpy_numel
+from srcgrad.runtime.rules.core import scatter_add as numpy_scatter_add
+from srcgrad.runtime.rules.core import unreduce as numpy_unreduce
+from srcgrad.runtime.rules.decompositions import qr_q as numpy_qr_q
+from srcgrad.runtime.rules.decompositions import qr_r as numpy_qr_r
+from srcgrad.runtime.rules.decompositions import svd_u as numpy_svd_u
+from srcgrad.runtime.rules.decompositions import svd_vh as numpy_svd_vh
+from srcgrad.runtime.rules.statistics import vector_gradient as numpy_vector_gradient
+
 __all__ = ["HELPERS", "filled"]
 
 
@@ -31,14 +44,16 @@ def is_dask(x):
 
 def numel(shape):
     """Number of elements of an array of ``shape``; refused where Dask does not know it."""
-    count = 1
-    for n in shape:
-        if n != n:                    # nan: chunk sizes Dask learns only by computing
-            raise NotImplementedError(
-                'an array of unknown size (a Dask array with unknown chunk sizes, after a '
-                'boolean mask or from a DataFrame); call x.compute_chunk_sizes() first')
-        count *= n
-    return count
+    if any(n != n for n in shape):    # nan: chunk sizes Dask learns only by computing
+        unknown_size()
+    return numpy_numel(shape)
+
+
+def unknown_size():
+    """Refuse an array of a size Dask knows only once computed."""
+    raise NotImplementedError('an array of unknown size (a Dask array with unknown chunk '
+                              'sizes, after a boolean mask or from a DataFrame); call '
+                              'x.compute_chunk_sizes() first')
 
 
 def filled(like, value):
@@ -61,13 +76,7 @@ def match_input(g, x):
                        zip(x.chunks[lead:], g.shape, x.shape[lead:]))
         g = da.broadcast_to(da.from_array(g, chunks=chunks), x.shape, chunks=x.chunks)
     if not is_dask(g):
-        if isinstance(x, float):
-            return float(g) if type(x) is float else type(x)(g)
-        if not (hasattr(x, 'dtype') and x.dtype.kind in 'fc'):
-            return None
-        if not hasattr(g, 'shape') or g.shape != x.shape:
-            return np.full(x.shape, g, dtype=x.dtype)
-        return g if g.dtype == x.dtype else g.astype(x.dtype)
+        return numpy_match_input(g, x)
     if isinstance(x, float):
         dtype = np.float64 if type(x) is float else x.dtype
     elif hasattr(x, 'dtype') and x.dtype.kind in 'fc':
@@ -83,18 +92,16 @@ def match_input(g, x):
 
 def unreduce(g, *, shape, axis=None, keepdims=False):
     """Spread the gradient of a reduction back over the reduced ``shape``."""
-    if isinstance(g, (int, float)) or g.ndim == 0:
-        if is_dask(g):                # in chunks of Dask's usual size, not one of them all
-            return da.broadcast_to(g, shape, chunks=da.core.normalize_chunks(
-                'auto', tuple(shape), dtype=g.dtype))
-        return np.full_like(g, g, shape=shape)
-    if axis is not None and not keepdims:
+    if not is_dask(g):
+        return numpy_unreduce(g, shape=shape, axis=axis, keepdims=keepdims)
+    if g.ndim and axis is not None and not keepdims:
         g = np.expand_dims(g, tuple(a % len(shape) for a in np.atleast_1d(axis).tolist()))
-    if is_dask(g) and g.ndim == len(shape):   # spread axes in chunks of Dask's usual size
-        return da.broadcast_to(g, shape, chunks=da.core.normalize_chunks(tuple(
-            c if n == m else 'auto' for c, n, m in zip(g.chunks, g.shape, shape)),
-            tuple(shape), dtype=g.dtype))
-    return np.broadcast_to(g, shape)
+    if g.ndim not in (0, len(shape)):
+        return np.broadcast_to(g, shape)
+    chunks = tuple(c if n == m else 'auto' for c, n, m in zip(g.chunks, g.shape, shape)) \
+        if g.ndim else 'auto'         # spread axes in chunks of Dask's usual size
+    return da.broadcast_to(g, shape, chunks=da.core.normalize_chunks(chunks, tuple(shape),
+                                                                     dtype=g.dtype))
 
 
 def scatter_add(out, index, g):
@@ -104,11 +111,7 @@ def scatter_add(out, index, g):
     fancy = any(getattr(k, 'dtype', None) is not None and k.dtype.kind in 'iu'
                 or isinstance(k, list) for k in keys)
     if not (is_dask(out) or is_dask(g) or any(is_dask(k) for k in keys)):
-        if fancy:
-            np.add.at(out, index, g)
-        else:
-            out[index] += g
-        return out
+        return numpy_scatter_add(out, index, g)
     if any(is_dask(k) and k.dtype.kind == 'b' for k in keys) or unknown(g):
         raise NotImplementedError(
             'a boolean mask of Dask values selects a number of elements known only once '
@@ -135,7 +138,7 @@ def scatter_add(out, index, g):
 def full_of(value, *, shape, dtype=None):
     """``np.full(shape, value, dtype)``; a Dask ``value`` stays in the graph."""
     if not is_dask(value):
-        return np.full(shape, value, dtype=dtype)
+        return numpy_full_of(value, shape=shape, dtype=dtype)
     out = da.broadcast_to(value, shape)
     return out if dtype is None else out.astype(dtype)
 
@@ -144,9 +147,7 @@ def index_put(x, v, *, index):
     """``x`` with ``x[index] = v``, as a new array; Dask's when either is."""
     keys = index if isinstance(index, tuple) else (index,)
     if not (is_dask(x) or is_dask(v) or any(is_dask(k) for k in keys)):
-        out = x.copy()
-        out[index] = v
-        return out
+        return numpy_index_put(x, v, index=index)
     return put(da.asarray(x), index, v)
 
 
@@ -184,17 +185,8 @@ def unbroadcast(x, shape):
     """Sum ``x`` down to ``shape``, undoing NumPy broadcasting; refused for sizes Dask does
     not know yet."""
     if unknown(x) or any(n != n for n in shape):
-        raise NotImplementedError(
-            'an array of unknown size (a Dask array with unknown chunk sizes, after a '
-            'boolean mask); call x.compute_chunk_sizes() first')
-    if getattr(x, 'shape', ()) == tuple(shape):
-        return x
-    lead = x.ndim - len(shape)
-    if lead < 0:
-        x, lead = x.reshape((1,) * -lead + x.shape), 0
-    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
-                                      if n == 1 and x.shape[i + lead] != 1)
-    return x.sum(axis=axes, keepdims=True).reshape(shape)
+        unknown_size()
+    return numpy_unbroadcast(x, shape)
 
 
 def signs_differ():
@@ -208,28 +200,28 @@ def qr_q(a):
     """``Q`` of ``np.linalg.qr(a)``: NumPy's; refused for a Dask ``a``."""
     if is_dask(a):
         signs_differ()
-    return np.linalg.qr(a)[0]
+    return numpy_qr_q(a)
 
 
 def qr_r(a):
     """``R`` of ``np.linalg.qr(a)``: NumPy's; refused for a Dask ``a``."""
     if is_dask(a):
         signs_differ()
-    return np.linalg.qr(a)[1]
+    return numpy_qr_r(a)
 
 
 def svd_u(a):
     """``U`` of ``np.linalg.svd(a, full_matrices=False)``: NumPy's; refused for Dask's."""
     if is_dask(a):
         signs_differ()
-    return np.linalg.svd(a, full_matrices=False)[0]
+    return numpy_svd_u(a)
 
 
 def svd_vh(a):
     """``Vh`` of ``np.linalg.svd(a, full_matrices=False)``: NumPy's; refused for Dask's."""
     if is_dask(a):
         signs_differ()
-    return np.linalg.svd(a, full_matrices=False)[2]
+    return numpy_svd_vh(a)
 
 
 def vector_gradient(f, *, edge_order=1):
@@ -238,7 +230,7 @@ def vector_gradient(f, *, edge_order=1):
     if is_dask(f):
         raise NotImplementedError("np.gradient of a 1-d Dask array returns a list, where "
                                   "NumPy's returns an array")
-    return np.gradient(f, edge_order=edge_order)
+    return numpy_vector_gradient(f, edge_order=edge_order)
 
 
 def without_new_axes(keys, g):

@@ -29,7 +29,7 @@ import dask
 import dask.array as da
 import numpy as np
 from compiled_helpers import define
-from parity_cases import ATOL, RTOL, Case, Outcome
+from parity_cases import Case, Outcome, leaf_mismatch
 
 import srcgrad
 
@@ -184,15 +184,7 @@ def dask_mismatch(got: Any, want: Any, where: str = "result") -> str | None:
         return None if got is want else f"{where}: {got!r} != {want!r}"
     if not isinstance(got, (np.ndarray, np.generic, float, int)):
         return f"{where}: computed to a {type(got).__name__}"
-    a, b = np.asarray(got), np.asarray(want)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return f"{where}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
-    if not np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
-        with np.errstate(all="ignore"):
-            worst = np.nanmax(np.abs(a - b)) if a.size else 0.0
-        return f"{where}: values differ (max |got - want| = {worst:.3g})\n" \
-               f"got  {np.array2string(a, precision=17)}\nwant {np.array2string(b, precision=17)}"
-    return None
+    return leaf_mismatch(got, want, where)
 
 
 def compare_dask(got: DaskOutcome, want: Outcome, variant: str, computes: bool = False

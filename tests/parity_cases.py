@@ -149,6 +149,12 @@ def mismatch(got: Any, want: Any, where: str = "result") -> str | None:
                      if (m := mismatch(a, b, f"{where}[{k}]"))), None)
     if want is None:
         return None
+    return leaf_mismatch(got, want, where)
+
+
+def leaf_mismatch(got: Any, want: Any, where: str = "result") -> str | None:
+    """How the array (or number) ``got`` differs from ``want``: shape, dtype, or values
+    beyond RTOL/ATOL (NaN where NaN)."""
     a, b = np.asarray(got), np.asarray(want)
     if a.shape != b.shape or a.dtype != b.dtype:
         return f"{where}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
