@@ -119,7 +119,7 @@ def scatter_add(out, index, g):
             'keeps the shape')
     out = da.asarray(out)
     if not fancy:                     # slices, integers, masks: each position once
-        return put(out, index, out[index] + g)
+        return put(out, index, taken(out, index) + g)
     if out.size > 4194304:            # a partial sum a chunk: up to 32 MiB of float64 each
         raise NotImplementedError(
             f'a gradient scattered through an integer index into {out.size} elements: Dask '
@@ -174,6 +174,15 @@ def put(out, index, v):
     out = out.copy()                  # item assignment rebinds the graph of its Array
     out[index] = v
     return out
+
+
+def taken(out, index):
+    """``out[index]``; through a NumPy mask of ``out``'s shape, by the flat positions it
+    selects (Dask's indexing by an N-d mask leaves the size unknown)."""
+    if getattr(index, 'dtype', None) is not None and index.dtype.kind == 'b' and \
+            not is_dask(index) and index.shape == out.shape and index.ndim > 1:
+        return out.ravel()[np.flatnonzero(index)]
+    return out[index]
 
 
 def unknown(x):

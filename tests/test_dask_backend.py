@@ -283,3 +283,12 @@ def test_writes_through_masks_and_new_axes_of_dask_arrays():
         return np.sum(y)
     with pytest.raises(srcgrad.CompileError, match=r"lazily at .*y\[y < 0.0\] \*= 1.5"):
         srcgrad.grad(scaled, backend="dask", strict=True)(X)
+
+
+def test_a_numpy_mask_of_a_numpy_array_scatters_into_a_dask_gradient():
+    def f(x, y):
+        picked = x[x > 0.2]                # NumPy values, then a Dask scale
+        return np.sum(np.sin(picked * np.sum(y)))
+    Y = da.from_array(YN, chunks=12)
+    got = srcgrad.grad(f, backend="dask", strict=True)(XN, Y)
+    np.testing.assert_allclose(dask.compute(got)[0], srcgrad.grad(f)(XN, YN), rtol=1e-12)
