@@ -129,3 +129,35 @@ def test_auto_picks_dask_for_dask_arrays(example, client, data):
     got_value, got = dask.compute(value, g)
     np.testing.assert_allclose(got_value, expected_value, rtol=1e-12)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)
+
+
+SWEEP_EVERY = 7
+"""On the cluster, every 7th case of the parity catalogue (rule table, control flow, lists,
+pytrees, control flow on Dask values): the in-process sweep (tests/test_dask_parity.py) runs
+them all; here their graphs run on the workers."""
+
+
+def test_a_sample_of_the_parity_sweep_runs_on_the_cluster(client, tmp_path):
+    from dask_cases import DASK_CASES, arguments, dask_mismatch
+    from parity_cases import CATALOGUE, run
+    names = [n for n in {**CATALOGUE, **DASK_CASES} if not n.startswith("random:")]
+    ran = 0
+    for name in names[::SWEEP_EVERY]:
+        case = {**CATALOGUE, **DASK_CASES}[name](tmp_path)
+        want = run(case, "numpy")
+        if want.error is not None:
+            continue
+        try:
+            got = srcgrad.grad(case.fn, wrt=case.wrt, strict=True, backend="dask")(
+                *arguments(case, "dask"))
+        except srcgrad.CompileError as exc:
+            assert not str(exc).startswith("internal error"), (name, exc)
+            continue
+        except Exception as exc:  # noqa: BLE001 - allowed if the function raises it too
+            with pytest.raises(type(exc)):
+                case.fn(*arguments(case, "dask"))
+            continue
+        (computed,) = dask.compute(got)                 # on the workers
+        assert dask_mismatch(computed, want.results[0]) is None, name
+        ran += 1
+    assert ran >= 40, ran
