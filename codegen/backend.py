@@ -37,8 +37,8 @@ _PRIVATE_MODULES = ("_core", "core", "fromnumeric", "numeric", "_linalg", "multi
 
 
 class NotInBackend(LookupError):
-    """The backend's library has no version of a function the code calls (the compiler
-    reports it as a CompileError at the statement)."""
+    """The backend's library cannot take a call the code makes (the compiler reports it as a
+    CompileError at the statement)."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,9 @@ class Backend:
     ``kernels``: the emitter of its fused kernels (None: no fusion); ``library``: the module
     its code needs to run, and ``extra`` the ``pip install srcgrad[extra]`` that brings it.
     ``keeps_numpy``: the module also imports NumPy, keeps the user's ``np`` and NumPy's helper
-    sources (which NumPy hands to the library's arrays through ``__array_function__``), and
-    refuses a function the library lacks; ``helpers``: the library's own versions of the
-    helpers that must differ (a lazily imported mapping: name → function).  Such a module
+    sources (which NumPy hands to the library's arrays through ``__array_function__``);
+    ``helpers``: the library's own versions of the helpers that must differ (a lazily
+    imported mapping: name → function).  Such a module
     writes the library's elementwise functions as the library's (``da.exp``) and its others
     as NumPy's (``np.sum``: NumPy hands them to the library's arrays, and answers for numbers
     and NumPy arrays itself, which the library's may not take).  ``writes_in_place``: whether

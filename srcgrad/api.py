@@ -33,7 +33,7 @@ from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
 from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
-from srcgrad.safety import EAGER, PASS_THROUGH, SafetyNet, signature
+from srcgrad.safety import EAGER, NOT_IN_DASK, PASS_THROUGH, SafetyNet, signature
 from srcgrad.specialise import Specialising
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
@@ -41,10 +41,6 @@ __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
 BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
 """The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, Dask
 for Dask arrays, NumPy otherwise; numba is only ever asked for)."""
-
-
-_NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
-"""Dask's warning before it computes its arrays into NumPy's for a function it lacks."""
 
 
 class _ArgumentError(TypeError):
@@ -254,7 +250,7 @@ class Transform(Specialising, SafetyNet):
                           FallbackWarning, stacklevel=4)
             return EAGER
         with warnings.catch_warnings():
-            warnings.filterwarnings("error", _NOT_IN_DASK, FutureWarning)
+            warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
             return self._dispatch(args, kwargs)
 
     def _redispatch(self, *args: Any) -> Any:

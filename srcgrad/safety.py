@@ -19,7 +19,11 @@ from srcgrad import pytree
 from srcgrad.callables import written_container
 from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
 
-__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature"]
+__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "NOT_IN_DASK"]
+
+NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
+"""Dask's warning before it computes its arrays into NumPy's for a function it lacks (made
+an error while compiled code runs on Dask arrays)."""
 
 EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
 PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
@@ -178,11 +182,17 @@ class SafetyNet:
         """A vjp's backward function, with the same safety net as the forward call."""
         def vjp_fn(cotangent: Any) -> Any:
             try:
-                return backward(cotangent)
+                if self.backend != "dask":
+                    return backward(cotangent)
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
+                    return backward(cotangent)
             except PASS_THROUGH:
                 raise
             except Exception as exc:
                 values = self._bind(args, kwargs)
+                if self.backend == "dask":
+                    self._refuse_on_dask(exc, values)
                 grads = self._eager(values, exc)[1](cotangent)
                 self._internal_error(exc, signature(values))
                 return grads

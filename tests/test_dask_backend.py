@@ -292,3 +292,11 @@ def test_a_numpy_mask_of_a_numpy_array_scatters_into_a_dask_gradient():
     Y = da.from_array(YN, chunks=12)
     got = srcgrad.grad(f, backend="dask", strict=True)(XN, Y)
     np.testing.assert_allclose(dask.compute(got)[0], srcgrad.grad(f)(XN, YN), rtol=1e-12)
+
+
+def test_a_vjp_over_dask_arrays_refuses_what_dask_lacks():
+    def f(x, w):
+        return np.sort(x * w, axis=0)           # Dask has no sort
+    X, _ = data()
+    with pytest.raises(srcgrad.CompileError, match="numpy.sort"):
+        srcgrad.vjp(f, X, WN, backend="dask", strict=True)
