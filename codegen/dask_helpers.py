@@ -198,6 +198,18 @@ def unbroadcast(x, shape):
     return numpy_unbroadcast(x, shape)
 
 
+def indexed(x, index):
+    """``x[index]`` for an index known when the code runs; a NumPy ``x`` indexed by Dask
+    values becomes Dask's (NumPy's indexing would compute the index)."""
+    keys = index if isinstance(index, tuple) else (index,)
+    if not any(is_dask(k) for k in keys):
+        return x[index]
+    x = da.asarray(x)
+    if is_dask(index) and index.dtype.kind in 'iu' and index.ndim > 1:    # one axis at a time
+        return x[index.ravel()].reshape(index.shape + x.shape[1:])
+    return x[index]
+
+
 def signs_differ():
     """Refuse a factor of Dask's QR or SVD."""
     raise NotImplementedError("Dask's blocked QR and SVD may give factors of other signs than "
@@ -262,6 +274,6 @@ def without_new_axes(keys, g):
 
 
 HELPERS = {f.__name__: f for f in (numel, unbroadcast, match_input, unreduce, scatter_add,
-                                   filled, full_of,
+                                   filled, full_of, indexed,
                                    index_put, qr_q, qr_r, svd_u, svd_vh, vector_gradient)}
 """The Dask versions, by the name of the NumPy helper each replaces."""

@@ -203,7 +203,18 @@ class Primal:
         prim, backend = st.fn, self.tracer.backend
         args = [self.operand(a) for a in st.args]
         if prim.spelling is not None:
-            return _spelled(prim.spelling, args, lambda: self.keywords(st), st.params, backend)
+            spelled = _spelled(prim.spelling, args, lambda: self.keywords(st), st.params,
+                               backend)
+            own = backend.helper("indexed") if isinstance(spelled, ast.Subscript) else None
+            index = st.params.get(prim.spelling[1]) if len(prim.spelling) > 1 else None
+            if own is not None and any(isinstance(k, Var) for k in (
+                    index if isinstance(index, tuple) else (index,))):   # known at run time
+                key = spelled.slice
+                if any(isinstance(n, ast.Slice) for n in ast.walk(key)):
+                    key = ast.Subscript(backend.attribute("s_"), key, ast.Load())
+                return ast.Call(self.tracer.use_helper(own.__name__, own),
+                                [spelled.value, key], [])
+            return spelled
         if _is_math(prim):                  # Python's math function itself
             return ast.Call(ast.Attribute(self.math_module(), prim.fn.__name__, ast.Load()),
                             args, [])

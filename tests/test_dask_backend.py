@@ -300,3 +300,18 @@ def test_a_vjp_over_dask_arrays_refuses_what_dask_lacks():
     X, _ = data()
     with pytest.raises(srcgrad.CompileError, match="numpy.sort"):
         srcgrad.vjp(f, X, WN, backend="dask", strict=True)
+
+
+def test_a_numpy_table_indexed_by_dask_integers_stays_lazy(counted):
+    def embed(E, tokens, y):
+        h = np.tanh(E[tokens])
+        return np.mean((np.sum(h, axis=1) - y) ** 2)
+    E = RNG.normal(size=(10, 4))
+    tokens = RNG.integers(0, 10, size=40)
+    step = srcgrad.value_and_grad(embed, backend="dask", strict=True)
+    value, grad = step(E, da.from_array(tokens, chunks=10), da.from_array(YN[:40], chunks=10))
+    assert counted.calls == 0 and isinstance(value, da.Array) and isinstance(grad, da.Array)
+    assert "indexed(E, index)" in step.source
+    want = srcgrad.value_and_grad(embed)(E, tokens, YN[:40])
+    for got, expected in zip(dask.compute(value, grad), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
