@@ -36,6 +36,7 @@ from srcgrad.codegen.loop_sites import (
 )
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Function, Stmt, Var
+from srcgrad.pytree import array_library
 from srcgrad.shapes import has_loops
 
 __all__ = ["Lowered", "Specialising", "build", "copy_ir", "shape_facts",
@@ -253,5 +254,4 @@ def _plain(a: Any) -> bool:
 
 def _device_array(a: Any) -> bool:
     """Whether ``a`` is a CuPy array (told without importing CuPy)."""
-    kind = type(a)
-    return kind.__name__ == "ndarray" and kind.__module__.split(".")[0] == "cupy"
+    return array_library(a) == "cupy"

@@ -14,19 +14,12 @@ import pytest
 from test_numba_kernels import B1, F8, I8, ap, module_text, reference, region
 
 import srcgrad
-from srcgrad.codegen import numba_kernels
 from srcgrad.codegen.kernel_files import load_from_file
 from srcgrad.codegen.numba_kernels import NUMBA_KERNELS, PARALLEL_MIN, ROW, Unsupported
 from srcgrad.codegen.regions import Let, Lit, Reduce, Ref, Update, Value
 
-
-@pytest.fixture(autouse=True, scope="module")
-def vectorised_math_at_every_size():
-    """The kernels here are small: make them call the vectorisable functions all the same
-    (by default only domains of VECTORISED_MIN elements or more do)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numba_kernels, "VECTORISED_MIN", 0)
-        yield
+pytestmark = pytest.mark.usefixtures("vectorised_math_at_every_size")
+"""The kernels here are small: they call the vectorisable functions all the same."""
 
 
 MODES = ["jit", "disabled", "without-numba"]

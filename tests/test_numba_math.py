@@ -19,14 +19,8 @@ from srcgrad.codegen.numba_kernels import NUMBA_KERNELS, ROW
 from srcgrad.codegen.numba_math import HELPERS, NEAR, SPELLINGS, definitions, spelling
 from srcgrad.codegen.regions import Apply, Let, Reduce, Ref, Region, Update, Value
 
-
-@pytest.fixture(autouse=True, scope="module")
-def vectorised_math_at_every_size():
-    """The kernels here are small: make them call the vectorisable functions all the same
-    (by default only domains of VECTORISED_MIN elements or more do)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numba_kernels, "VECTORISED_MIN", 0)
-        yield
+pytestmark = pytest.mark.usefixtures("vectorised_math_at_every_size")
+"""The kernels here are small: they call the vectorisable functions all the same."""
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 F8 = np.dtype(np.float64)
