@@ -27,6 +27,7 @@ import logging
 from srcgrad.codegen.loop_invariants import find_reuse
 from srcgrad.codegen.loop_shapes import ADD_OUTER, BOOL, F8, I8, Body, Refused, is_comment
 from srcgrad.codegen.loop_sites import Fact, LoopSite, find_loops
+from srcgrad.codegen.printer import unparse
 
 __all__ = ["loop_kernels", "Refused"]
 
@@ -275,7 +276,7 @@ class _Kernel:
         lines += _indent(reuse.loop, 2)
         lines += [f"        {store}[{self.counter}] = {v}" for v, store in stores.items()]
         lines.append(f"        {_tuple(self.carried)} = "
-                     f"{_tuple([ast.unparse(e) for e, _ in self.out])}")
+                     f"{_tuple([unparse(e) for e, _ in self.out])}")
         lines.append(f"    return ({', '.join(self.carried)},), "
                      f"({', '.join([trips, *passed])},)")
         seeds = self.targets[1:1 + len(self.carried)] + self.extras
@@ -289,7 +290,7 @@ class _Kernel:
         back += [f"        {v} = {store}[{self.counter}]" for v, store in stores.items()]
         back += _indent(self.backward, 2)
         back.append(f"        {_tuple(seeds)} = "
-                    f"{_tuple([ast.unparse(e) for e, _ in self.returned])}")
+                    f"{_tuple([unparse(e) for e, _ in self.returned])}")
         back.append(f"    return {_tuple(seeds)}")
         self._rewrite_main(forward, adjoint, cotangent, seeds)
         return ["\n".join(lines), "\n".join(back)]
@@ -298,11 +299,11 @@ class _Kernel:
                       seeds: list[str]) -> None:
         site, main = self.site, self.main
         call = site.forward.body[0].value
-        consts = [ast.unparse(a) for a in call.args[2:]]
+        consts = [unparse(a) for a in call.args[2:]]
         if len(consts) != len(self.consts) or any(
                 _stores(main).count(c) > 1 for c in consts):
             raise Refused("the body's arguments")
-        text = (f"{site.state}, {site.backs} = {forward}({ast.unparse(site.forward.iter.args[0])}"
+        text = (f"{site.state}, {site.backs} = {forward}({unparse(site.forward.iter.args[0])}"
                 f", *{site.state}{''.join(', ' + c for c in consts)})")
         starts = [f"{self.seed}[{i}]" for i in range(len(self.carried))] + self.extras
         args = [f"{cotangent}({s}, {f[0]!r})" for s, f in zip(starts, self.facts)]
@@ -332,7 +333,7 @@ def _indent(stmts: list[ast.stmt], depth: int) -> list[str]:
     pad = "    " * depth
     out = []
     for st in stmts:
-        text = ast.unparse(ast.fix_missing_locations(st)) if not is_comment(st) else \
-            ast.unparse(st)
+        text = unparse(ast.fix_missing_locations(st)) if not is_comment(st) else \
+            unparse(st)
         out += [pad + line for line in text.split("\n")]
     return out

@@ -25,6 +25,7 @@ from srcgrad.codegen.fusion import find_regions
 from srcgrad.codegen.library_calls import callers, check_function, check_helper
 from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.primal import COMMENT, is_comment
+from srcgrad.codegen.printer import unparse
 from srcgrad.codegen.reuse import reuse_buffers
 from srcgrad.codegen.symbolic import helper_sources
 from srcgrad.ir import GENERATED, is_generated
@@ -123,7 +124,7 @@ def render(functions: list[ast.FunctionDef], helpers: dict[str, Any], temps: set
         parts.append(backend.swap(source))
     parts.extend(kernels)
     for fn in functions:
-        parts.append(_comments(ast.unparse(ast.fix_missing_locations(fn))))
+        parts.append(_comments(unparse(ast.fix_missing_locations(fn))))
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -19,6 +19,7 @@ from srcgrad.codegen.loop_kernels import loop_kernels
 from srcgrad.codegen.numba_exprs import SUPPORTED, Unsupported, dtype_expr, supports
 from srcgrad.codegen.numba_math import HELPERS, LIMITED, definitions
 from srcgrad.codegen.numba_writer import PARALLEL_MIN, ROW, KernelWriter, final_kinds
+from srcgrad.codegen.printer import unparse
 from srcgrad.codegen.regions import Region
 
 __all__ = ["NUMBA_KERNELS", "NumbaKernels", "Unsupported", "supports", "SUPPORTED",
@@ -96,9 +97,9 @@ class NumbaKernels:
         if not targets:
             return [call]
         if len(targets) == 1 and scalars:
-            return [f"{targets[0].name} = {ast.unparse(dtype_expr(targets[0].dtype))}({call})"]
+            return [f"{targets[0].name} = {unparse(dtype_expr(targets[0].dtype))}({call})"]
         lines = [f"{', '.join(v.name for v in targets)} = {call}"]
-        return lines + [f"{v.name} = {ast.unparse(dtype_expr(v.dtype))}({v.name})"
+        return lines + [f"{v.name} = {unparse(dtype_expr(v.dtype))}({v.name})"
                         for v in scalars]
 
 

@@ -35,6 +35,7 @@ from srcgrad.codegen.numba_exprs import (
     write_expr,
 )
 from srcgrad.codegen.numba_math import HELPERS, LIMITED, NEAR
+from srcgrad.codegen.printer import unparse
 from srcgrad.codegen.regions import Apply, Expr, Let, Note, Reduce, Ref, Region, Update
 
 __all__ = ["KernelWriter", "final_kinds", "PARALLEL_MIN", "ROW"]
@@ -64,7 +65,7 @@ def _identity(func: object, dtype: np.dtype) -> float | int | bool:
 
 def _at(name: str, index: ast.expr) -> str:
     """``name[index]``."""
-    return ast.unparse(ast.Subscript(ast.Name(name, ast.Load()), index, ast.Load()))
+    return unparse(ast.Subscript(ast.Name(name, ast.Load()), index, ast.Load()))
 
 
 def final_kinds(region: Region) -> dict[str, str]:
@@ -172,11 +173,11 @@ class KernelWriter:
         arg = call.args[0]
         if not isinstance(arg, (ast.Name, ast.Subscript, ast.Constant)):
             local = self._fresh(call.func.id.partition("_")[0] + "_arg")
-            self.pending.append(f"{local} = {ast.unparse(arg)}")
+            self.pending.append(f"{local} = {unparse(arg)}")
             arg = call.args[0] = ast.Name(local, ast.Load())
         if self.far is None:
             self.far = self._fresh("far")
-        self.pending.append(f"{self.far} += 1 if abs({ast.unparse(arg)}) > {NEAR!r} else 0")
+        self.pending.append(f"{self.far} += 1 if abs({unparse(arg)}) > {NEAR!r} else 0")
 
     # the kernel
 
@@ -192,7 +193,7 @@ class KernelWriter:
                 dtype = [s.dtype for s in r.steps if isinstance(s, Let) and s.name == name][-1]
                 self.buffers[name] = self._fresh(f"{name}_out")
                 self.alloc.append(f"{self.buffers[name]} = np.empty({r.domain!r}, "
-                                  f"{ast.unparse(dtype_expr(dtype))})")
+                                  f"{unparse(dtype_expr(dtype))})")
         body: list[str] = []
         for k, step in enumerate(r.steps):
             store = kinds.get(getattr(step, "name", None)) == "let" and last.get(step.name) == k
@@ -260,7 +261,7 @@ class KernelWriter:
 
     def _store(self, name: str) -> str:
         place = _at(self.buffers[name], self._index(name, self.region.domain))
-        return f"{place} = {ast.unparse(self.env[name].node)}"
+        return f"{place} = {unparse(self.env[name].node)}"
 
     def _let(self, step: Let, store: bool) -> list[str]:
         dtype = np.dtype(step.dtype)
@@ -278,7 +279,7 @@ class KernelWriter:
             local = self._fresh(step.name)
         self.env[step.name] = Term(ast.Name(local, ast.Load()), dtype, term.python)
         self.locals.add(step.name)
-        line = f"{local} = {ast.unparse(node)}"
+        line = f"{local} = {unparse(node)}"
         return [line, self._store(step.name)] if store else [line]
 
     def _update(self, step: Update, store: bool) -> list[str]:
@@ -288,9 +289,9 @@ class KernelWriter:
                              "buffer of the domain's shape")
         new = self.expr(Apply(step.func, (Ref(step.name), step.expr), target.dtype))
         if isinstance(new.node, ast.BinOp) and new.node.left is target.node:   # `y op= v`
-            line = ast.unparse(ast.AugAssign(target.node, new.node.op, new.node.right))
+            line = unparse(ast.AugAssign(target.node, new.node.op, new.node.right))
         else:              # a function, a conditional, or NumPy's rules for Python numbers
-            line = f"{ast.unparse(target.node)} = {ast.unparse(new.node)}"
+            line = f"{unparse(target.node)} = {unparse(new.node)}"
         self.env[step.name] = Term(target.node, target.dtype, new.python)
         return [line, self._store(step.name)] if store else [line]
 
@@ -303,8 +304,8 @@ class KernelWriter:
             raise Unsupported(f"{step.name}: a maximum or minimum over no elements")
         if np.dtype(step.dtype).kind not in "biuf":
             raise Unsupported(f"{step.name} has dtype {step.dtype}")
-        fill = ast.unparse(constant(_identity(step.func, step.dtype)))
-        dtype = ast.unparse(dtype_expr(step.dtype))
+        fill = unparse(constant(_identity(step.func, step.dtype)))
+        dtype = unparse(dtype_expr(step.dtype))
         term = self.expr(step.expr)
         index = (self._index(step.name, step.shape, zero=axes) if step.keepdims
                  else self._index(step.name, step.shape, drop=axes) if step.shape else None)
@@ -323,7 +324,7 @@ class KernelWriter:
             self.buffers[step.name] = buffer
             self.alloc.append(f"{buffer} = np.full({step.shape!r}, {fill}, {dtype})")
             acc = _at(buffer, index)
-        item = ast.unparse(term.node)
+        item = unparse(term.node)
         if self._by_row(step):
             return self._row(step, acc, item)
         if step.func is np.add:
@@ -342,7 +343,7 @@ class KernelWriter:
         size, block = self.region.domain[-1], self.block
         row = self._fresh(f"{step.name}_row")
         self.rows.append(f"{row} = np.empty({min(size, ROW)}, "
-                         f"{ast.unparse(dtype_expr(step.dtype))})")
+                         f"{unparse(dtype_expr(step.dtype))})")
         count = f"min({ROW}, {size} - {block} * {ROW})" if block else str(size)
         if step.func is np.add:
             self.used.add("sum_row")

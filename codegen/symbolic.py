@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.codegen.backend import Backend, as_backend
+from srcgrad.codegen.printer import unparse
 from srcgrad.ir import Const, Var, const_expr, is_generated, value_expr
 from srcgrad.runtime import primitives
 
@@ -179,7 +180,7 @@ class Sym:
         self.tracer = tracer
 
     def __repr__(self) -> str:
-        return f"Sym({ast.unparse(self.node)})"
+        return f"Sym({unparse(self.node)})"
 
     # -- operators, with the folding that keeps seeds of 1.0 out of the generated code
     def _binop(self, op: str, other: Any, reflected: bool = False) -> Any:
@@ -249,7 +250,7 @@ class Sym:
 
     # -- what a symbolic value cannot give
     def _concrete(self, *_: Any) -> Any:
-        raise SymbolicError(f"a rule needs the concrete value of {ast.unparse(self.node)}; "
+        raise SymbolicError(f"a rule needs the concrete value of {unparse(self.node)}; "
                             "put that logic in a srcgrad helper")
 
     __bool__ = __int__ = __index__ = __float__ = __len__ = __iter__ = _concrete
@@ -313,11 +314,11 @@ def _definition(fn: Any, name: str) -> str:
     node.decorator_list = []
     node.name = name
     if isinstance(node, ast.ClassDef):         # an exception class a helper raises
-        return ast.unparse(node)
+        return unparse(node)
     node.returns = None
     for arg in node.args.args + node.args.kwonlyargs:
         arg.annotation = None
-    return ast.unparse(node)
+    return unparse(node)
 
 
 def helper_sources(helpers: dict[str, Any],

@@ -56,7 +56,11 @@ def _refuse(what: str) -> None:
 
 
 def _number(value: Any) -> bool:
-    return value is None or isinstance(value, (int, float, bool, np.number, np.bool_))
+    """A value the ``math`` functions treat as NumPy does: a Python number, or a NumPy scalar
+    of float64, an integer or bool (``math.exp`` of a float32 would compute in float64)."""
+    if isinstance(value, np.generic):
+        return value.dtype == np.float64 or value.dtype.kind in "iub"
+    return value is None or isinstance(value, (int, float, bool))
 
 
 def _prim(st: Any) -> None:
