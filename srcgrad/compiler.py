@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.util
+import pathlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +20,7 @@ import numpy as np
 
 from srcgrad.build_parts import ModuleParts, args_of, guarded, where
 from srcgrad.codegen import support
-from srcgrad.codegen.backend import CUPY, MATH, NUMPY, Backend, as_backend
+from srcgrad.codegen.backend import CUPY, DASK, MATH, NUMPY, Backend, as_backend
 from srcgrad.codegen.control import accumulators
 from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.passes import eliminate_dead_code
@@ -37,14 +39,29 @@ from srcgrad.runtime.primitives import PRIMITIVES
 
 __all__ = ["Built", "build", "lower_function", "RESERVED"]
 
-RESERVED = ({NUMPY.alias, CUPY.alias, "math", "_"} | set(dir(builtins))
-            | {p.fn.__name__ for p in PRIMITIVES.values()}
-            | {name for module in (_rules, support) for name in dir(module)
-               if not name.startswith("__")}
-            | {"check_scalar"}
-            | {name for module in list(sys.modules.values())          # every @helper a rule
-               if (getattr(module, "__name__", "") or "").startswith("srcgrad.runtime.rules.")
-               for name, value in vars(module).items() if hasattr(value, "helper_source")})
+
+
+def _defined_in(module: str) -> set[str]:
+    """The top-level functions of a module of helper sources, read from its text (importing
+    it would import its library, which may be missing)."""
+    spec = importlib.util.find_spec(module)
+    tree = ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+RESERVED = frozenset(
+    {NUMPY.alias, CUPY.alias, DASK.alias, "math", "numba", "njit", "prange", "_",
+     "check_scalar", "dispatch"} | set(dir(builtins))
+    | {p.fn.__name__ for p in PRIMITIVES.values()}
+    | {name for module in (_rules, support) for name in dir(module) if not name.startswith("__")}
+    | {name for module in list(sys.modules.values())          # every @helper a rule
+       if (getattr(module, "__name__", "") or "").startswith("srcgrad.runtime.rules.")
+       for name, value in vars(module).items() if hasattr(value, "helper_source")}
+    | _defined_in("srcgrad.codegen.dask_helpers") | _defined_in("srcgrad.codegen.numba_math"))
+"""Every name a generated module binds or reads for itself (its array modules, helpers,
+builtins, kernels' helpers, the shape guard's ``dispatch``): a user's variable or global of
+one of these names is given another name in the generated code, so it can never shadow
+them."""
 
 
 @dataclass
@@ -158,7 +175,7 @@ class _ModuleBuilder(ModuleParts):
         self.taken |= ir.used
         graph = build_graph(ir, [p for p in ir.params if p not in nondiff], check=False,
                             reaches=self.reaches)
-        self.free.update(ir.free)
+        self.bind_free(ir)
         analysis = analyse(ir, graph, nondiff, use.accumulates, self.reaches)
         self.transform(ir, graph, analysis, "vjp", list(ir.params), False, name=name)
         self.in_progress.pop()

@@ -17,7 +17,7 @@ from typing import Any
 from srcgrad.expressions import Pack, Tree
 from srcgrad.frontend import Source
 from srcgrad.inline import closure_reads
-from srcgrad.ir import Closure, Stmt, Var
+from srcgrad.ir import Closure, Stmt, Var, bind_free
 from srcgrad.iteration import Iteration, rebound
 from srcgrad.jumps import Jumps
 from srcgrad.lists import held
@@ -60,6 +60,7 @@ class ControlFlow(Jumps, Iteration):
         child.in_block = True
         for stack in ("_closures", "_inlining"):     # recursion is seen across blocks
             child.__dict__[stack] = self.__dict__.setdefault(stack, [])
+        child.global_aliases = self.global_aliases   # a global has one name in the module
         child.closures = {n: v for n in closure_reads(self.scope, read(body))
                           if isinstance(v := self.scope.get(n), Closure)}
         ir = child.lower_function()
@@ -67,7 +68,7 @@ class ControlFlow(Jumps, Iteration):
         ir.name = label
         ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
         self.flags |= child.flags
-        self.free.update(ir.free)
+        bind_free(self.free, ir)
         return ir
 
     def inputs_of(self, blocks: list[list[ast.AST]], extra: set[str]) -> list[str]:

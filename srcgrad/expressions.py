@@ -49,13 +49,7 @@ class Expressions(Subscripts):
             value = self.env.resolve(node.id)
         except Exception:
             raise self.error(f"name {node.id!r} is not defined", node) from None
-        if not (value is np and node.id == "np"):
-            if node.id in self.free and self.free[node.id] is not value:
-                raise self.error(f"two functions compiled together read different values "
-                                 f"named {node.id!r}; srcgrad binds one value per name "
-                                 "(rename one)", node)
-            self.free[node.id] = value
-        return T.constant(value, ast.Name(node.id, ast.Load()))
+        return T.constant(value, ast.Name(self.global_name(node.id, value, node), ast.Load()))
 
     def expr_Tuple(self, node: ast.Tuple) -> Pack:
         return Pack([self.expr(e) for e in node.elts])
@@ -178,14 +172,34 @@ class Expressions(Subscripts):
                          "np.logical_or, or compare first (s > 0.1 and s < 2.0)", node)
 
     # ------------------------------------------------------------------------ static
-    def note_global(self, name: str) -> None:
-        """A user global read by code printed verbatim: bind it when the module loads."""
-        if name in self.free or name == "np" or hasattr(builtins, name):
-            return
+    def global_name(self, name: str, value: Any, node: ast.AST | None = None) -> str:
+        """The generated module's name for the user's global ``name`` (holding ``value``),
+        bound when the module loads.  It is ``name`` itself unless the generated code needs
+        that name for something of its own (a helper, ``np``, a builtin it calls, the shape
+        guard's ``dispatch``): then a fresh one, so that no user name can shadow the code's."""
+        if name == "np" and value is np or getattr(builtins, name, _MISSING) is value:
+            return name                       # what the module has under that name already
+        alias = self.global_aliases.get(name)
+        if alias is None:
+            keep = name not in self.reserved or name == "math" and value is math
+            alias = self.global_aliases[name] = name if keep else self.fresh_internal(name)
+            self.used.add(alias)              # no later name of the generated code takes it
+        if self.free.get(alias, value) is not value:
+            raise self.error(f"two functions compiled together read different values named "
+                             f"{name!r}; srcgrad binds one value per name (rename one)",
+                             node or self.src.node)
+        self.free[alias] = value
+        return alias
+
+    def note_global(self, name: str) -> str:
+        """A user global read by code printed verbatim: its name in the generated module,
+        bound when the module loads (``name`` itself for what is not a global: a local of
+        the generated code, or ``slice``)."""
         try:
-            self.free[name] = self.env.resolve(name)
+            value = self.env.resolve(name)
         except Exception:  # noqa: BLE001 - a local of the generated code, or slice
-            pass
+            return name
+        return self.global_name(name, value)
 
     def is_static(self, value: Any) -> bool:
         if isinstance(value, Const):
@@ -225,8 +239,7 @@ class Expressions(Subscripts):
                         return ast.copy_location(value.literal(), n)
                     uses.append(value.root.name)
                     return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
-                lowerer.note_global(n.id)
-                return n
+                return ast.copy_location(ast.Name(lowerer.note_global(n.id), n.ctx), n)
 
             def pack(self, value: Pack) -> ast.expr:
                 items = []
@@ -245,6 +258,9 @@ class Expressions(Subscripts):
                 return kind(items, ast.Load())
         new = Renamer().visit(_copy(node))
         return new, tuple(dict.fromkeys(uses))
+
+
+_MISSING = object()
 
 
 def _truth_test(node: ast.expr) -> bool:

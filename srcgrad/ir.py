@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "Pack", "Tree",
+from srcgrad.errors import CompileError, Location
+
+__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "bind_free", "Pack", "Tree",
            "Closure", "constant", "const_expr", "value_expr", "literal", "GENERATED",
            "is_generated"]
 
@@ -258,3 +260,14 @@ def literal(value: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def bind_free(free: dict[str, Any], ir: Function) -> None:
+    """Add ``ir.free`` (the user's values its code reads, by name) to ``free``, a module's;
+    a name already bound to another value is a CompileError at ``ir``'s definition."""
+    for name, value in ir.free.items():
+        if free.setdefault(name, value) is not value:
+            raise CompileError(f"two functions compiled together read different values named "
+                               f"{name!r}; srcgrad binds one value per name in a generated "
+                               "module (rename one)",
+                               Location(ir.filename, ir.firstline, 0, 0, "", ir.name))

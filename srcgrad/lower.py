@@ -50,6 +50,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self.static: set[str] = set()
         self.source_names: dict[str, str] = {}
         self.free: dict[str, Any] = {}
+        self.global_aliases: dict[str, str] = {}   # a user global -> its name in the module
         self.inline: set[str] = set()
         self.lists: set[str] = set()          # names of Python lists built at run time
         self.list_names: set[str] = set()     # parameters (user names) that are such lists
