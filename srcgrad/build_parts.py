@@ -7,9 +7,11 @@ writing and loading that module's text.
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import importlib
 import linecache
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +21,25 @@ from srcgrad.codegen.module import load, render
 from srcgrad.errors import CompileError, Location, MissingBackend
 from srcgrad.freshness import RESOLVED
 from srcgrad.frontend import with_recursion_room
-from srcgrad.ir import Function, Stmt, fresh_name
+from srcgrad.ir import Function, Stmt, bind_free, fresh_name
 
-__all__ = ["guarded", "failed_at", "ModuleParts", "where", "args_of"]
+__all__ = ["guarded", "failed_at", "ModuleParts", "where", "args_of", "BUILD_LOCK"]
+
+BUILD_LOCK = threading.RLock()
+"""Held by whatever builds (lowers, emits, compiles, loads a module): one build at a time in
+the process.  CPython fails when two threads make or compile ``ast`` trees at once, and a
+build changes process-wide settings (the recursion limit, the garbage collector)."""
 
 
+def _one_at_a_time(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with BUILD_LOCK:
+            return fn(*args, **kwargs)
+    return locked
+
+
+@_one_at_a_time
 @with_recursion_room
 def guarded(fun: Any, work: Callable[[], Any]) -> Any:
     """``work()``, a build of ``fun``: the attributes bound meanwhile recorded on the result
@@ -96,6 +112,11 @@ class ModuleParts:
         self.taken = set(ir.used)
         self.embedded: dict[Any, str] = {}
         self.embedded_free: set[str] = set()
+
+    def bind_free(self, ir: Function) -> None:
+        """Bind the user's values that ``ir`` (a callee, a branch, a loop body) reads by
+        name; two values under one name are refused, never one silently taken for both."""
+        bind_free(self.free, ir)
 
     def embedded_name(self, fn: Any, base: str, ir: Function) -> str:
         """The module's name for another transform's generated function it calls (a name

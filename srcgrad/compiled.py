@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from srcgrad.api import Transform
+from srcgrad.build_parts import BUILD_LOCK
+from srcgrad.codegen.printer import unparse
 from srcgrad.errors import CompileError
+from srcgrad.pytree import plain_leaves
 from srcgrad.runtime import forward_ad, grad_mode
 from srcgrad.runtime import tensor as _tensor
 from srcgrad.runtime.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
@@ -104,7 +107,8 @@ class Compiled:
         if _tensor._forward_hook is not None and any(   # a dual level and a tangent: the
                 isinstance(a, Tensor) and forward_ad.tangent_of(a) is not None for a in args):
             return self._eager(args)                    # body runs eagerly, tangents along
-        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        arrays = [a._data if isinstance(a, Tensor) else plain_leaves(a, f"the argument {i}")
+                  for i, a in enumerate(args)]            # np.matrix & co. are refused
         wants = grad_mode.is_grad_enabled() and any(
             isinstance(a, Tensor) and a._requires_grad for a in args)
         if not wants:
@@ -183,7 +187,9 @@ def _without_inplace(source: str) -> str:
             target = ast.Name(node.target.id, ast.Store())
             value = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
             return ast.copy_location(ast.Assign([target], value), node)
-    return ast.unparse(ast.fix_missing_locations(Rewrite().visit(ast.parse(source))))
+    with BUILD_LOCK:                     # CPython makes ast trees one thread at a time
+        tree = ast.parse(source)
+    return unparse(ast.fix_missing_locations(Rewrite().visit(tree)))
 
 
 def _wrap_outputs(value: Any, node: CompiledBackward | None) -> Any:

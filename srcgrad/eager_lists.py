@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -169,10 +170,21 @@ def _namespace(fun: Any) -> dict | None:
     return None
 
 
+_TURNS = threading.RLock()
+"""Held while a module shows the stand-ins: they are the module's, seen by every thread, so
+eager runs take turns (one restoring the names would pull them from under another)."""
+
+
 @contextlib.contextmanager
 def stacking_list_operands(fun: Any) -> Iterator[None]:
     """While the block runs, ``fun``'s module sees NumPy through stand-ins that stack list
     operands holding Arrays (see the module docstring); its names are then restored."""
+    with _TURNS, _swapped(fun):
+        yield
+
+
+@contextlib.contextmanager
+def _swapped(fun: Any) -> Iterator[None]:
     namespace = _namespace(fun)
     swapped: dict[str, tuple[Any, Any]] = {}
     if namespace is not None:

@@ -207,6 +207,15 @@ def _function(value: Any) -> types.FunctionType | None:
     return None
 
 
+def _unswapped(value: Any) -> Any:
+    """What a NumPy stand-in of an eager run (:mod:`srcgrad.eager_lists`), shown by the
+    module while that run lasts, stands for: no rebinding (``value`` itself otherwise)."""
+    try:
+        return getattr(value, "srcgrad_stands_in_for", value)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise: itself
+        return value
+
+
 class Snapshot:
     """The identities of the free values of ``fn`` and of the user functions it reaches."""
 
@@ -281,7 +290,8 @@ class Snapshot:
     def changed(self) -> str | None:
         """The first free name whose value was rebound since the snapshot, or None."""
         for namespace, name, value in self.names:
-            if namespace.get(name, _MISSING) is not value:
+            now = namespace.get(name, _MISSING)
+            if now is not value and _unswapped(now) is not _unswapped(value):
                 return repr(name)
         for cell, value, name in self.cells:
             if _contents(cell) is not value:

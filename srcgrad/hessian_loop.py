@@ -19,7 +19,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from srcgrad.build_parts import BUILD_LOCK
 from srcgrad.codegen.module import load
+from srcgrad.codegen.printer import unparse
 from srcgrad.ir import fresh_name
 
 __all__ = ["hessian_function"]
@@ -77,7 +79,8 @@ _HOISTED = '''def {name}({params}):
 
 def _column_function(gradient: Any) -> ast.FunctionDef | None:
     """The AST of the gradient's generated function (one column of the Hessian)."""
-    tree = ast.parse(gradient.source)
+    with BUILD_LOCK:                     # CPython makes ast trees one thread at a time
+        tree = ast.parse(gradient.source)
     return next((node for node in tree.body if isinstance(node, ast.FunctionDef)
                  and node.name == gradient._fn.__name__), None)
 
@@ -111,10 +114,10 @@ def _hoisted(fn: ast.FunctionDef, name: str, params: list[str], p: int,
 
     def lines(statements: list[ast.stmt], indent: str) -> str:
         return "\n".join(indent + line for st in statements
-                         for line in ast.unparse(st).splitlines()) or f"{indent}pass"
+                         for line in unparse(st).splitlines()) or f"{indent}pass"
     return _HOISTED.format(name=name, params=", ".join(params), x=params[p], tangent=tangent,
                            invariant=lines(invariant, "    "), varying=lines(inside, "        "),
-                           column=ast.unparse(last.value), **local)
+                           column=unparse(last.value), **local)
 
 
 _WRITERS = {"scatter_add", "add_at", "pop_gradient"}     # helpers that change an argument

@@ -12,11 +12,17 @@ The copy is needed because emitting writes into the IR: fresh names into ``used`
 own names into the block, and the user's static expressions are placed into the generated
 tree, which later passes rewrite.  A specialised module is byte-identical to a full rebuild
 with the same facts (tests/test_build_cost.py checks it).  The pytree specialisations are not
-made here: a pytree's structure changes the lowering itself."""
+made here: a pytree's structure changes the lowering itself.
+
+A transform may be called from many threads at once.  What one call learns (the values its
+probe reports) stays with that call, and a specialisation is built under the process-wide
+build lock (``BUILD_LOCK``), after looking again whether another thread built it meanwhile;
+running the built code takes no lock."""
 
 from __future__ import annotations
 
 import ast
+import contextvars
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +31,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from srcgrad.build_parts import guarded
+from srcgrad.build_parts import BUILD_LOCK, guarded
 from srcgrad.codegen.loop_sites import (
     RECORD,
     ShapeFacts,
@@ -172,7 +178,8 @@ class Specialising:
         shape of every value; the code built from those facts (no run-time shape checks, sizes
         folded into constants, matrix products written out) serves the later calls.  Only
         plain float arrays and Python floats specialise (what the guard can recognise);
-        subclasses, NumPy scalars and other dtypes run the generic code.
+        subclasses, NumPy scalars and other dtypes run the generic code.  The probe's reports
+        go to this call's own list: calls in other threads probe other shapes meanwhile.
         """
         if not all(_plain(a) for a in args):
             return self._fn(*args)
@@ -183,20 +190,26 @@ class Specialising:
             return fn(*args)
         if len(self._specialised) >= 16 or not self._loops_specialise():
             return self._fn(*args)
-        records: list = []
-        self._probe_records = records
-        result, values = self._probe()(*args)
+        lowered, probe, records = self._lowered, self._probe(), []
+        token = _RECORDS.set(records)
+        try:
+            result, values = probe(*args)
+        finally:
+            _RECORDS.reset(token)
         facts: dict = shape_facts(values)
         if records:                      # loop bodies reported their locals, each iteration
             facts = ShapeFacts(facts, merge(records))
-        records.clear()
         guard = {name: facts[name] for name in self._built_params() if name in facts}
-        built = self._specialised_build(facts=facts, guard=(guard, self._redispatch))
-        if built is None:
-            self._specialised[key] = self._fn          # the generic code serves them
-            return result
-        self._specialised[key] = self._latest = built.functions[built.name]
-        self.sources[repr(key)] = built.source
+        with BUILD_LOCK:
+            if key in self._specialised or len(self._specialised) >= 16 \
+                    or self._lowered is not lowered:     # built meanwhile, or built anew
+                return result
+            built = self._specialised_build(facts=facts, guard=(guard, self._redispatch))
+            if built is None:
+                self._specialised[key] = self._fn          # the generic code serves them
+                return result
+            self._specialised[key] = self._latest = built.functions[built.name]
+            self.sources[repr(key)] = built.source
         return result
 
     def _loops_specialise(self) -> bool:
@@ -207,42 +220,62 @@ class Specialising:
 
     def _probe(self) -> Callable:
         """The generic function, changed to return its local values along with its result;
-        its loop bodies report theirs in every iteration (into ``self._probe_records``)."""
-        if self._probe_fn is None:
-            tree = ast.parse(self.source)
-            main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                        and n.name == self._fn.__name__)
-            for node in main.body:
-                if isinstance(node, ast.Return):
-                    node.value = ast.Tuple([node.value, ast.Call(ast.Name("locals", ast.Load()),
-                                                                 [], [])], ast.Load())
-            instrument(tree, main.name)
-            namespace = dict(self._namespace)
-            namespace[RECORD] = lambda body, part, values: self._probe_records.append(
-                (body, part, {name: fact_of(v) for name, v in values.items()},
-                 python_scalars(values)))
-            exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
-                         "exec"), namespace)
-            self._probe_fn = namespace[main.name]
-        return self._probe_fn
+        its loop bodies report theirs in every iteration (into the calling probe's list,
+        :data:`_RECORDS`).  Built once, under the build lock."""
+        probe = self._probe_fn
+        if probe is not None:
+            return probe
+        with BUILD_LOCK:
+            if self._probe_fn is None:
+                tree = ast.parse(self.source)
+                main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
+                            and n.name == self._fn.__name__)
+                for node in main.body:
+                    if isinstance(node, ast.Return):
+                        node.value = ast.Tuple([node.value, ast.Call(
+                            ast.Name("locals", ast.Load()), [], [])], ast.Load())
+                instrument(tree, main.name)
+                namespace = dict(self._namespace)
+                namespace[RECORD] = _record
+                exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
+                             "exec"), namespace)
+                self._probe_fn = namespace[main.name]
+            return self._probe_fn
 
     def _scalar_version(self) -> Callable:
         """The code specialised for Python floats (``math`` functions), built once."""
         fn = self._specialised.get("floats")
-        if fn is None:
-            guard = {name: ((), float) for name in self._built_params()}
-            built = self._specialised_build(scalar=True, guard=(guard, self._redispatch))
-            fn = self._fn
-            if built is not None:
-                fn = self._latest = built.functions[built.name]
-                self.sources["floats"] = built.source
-            self._specialised["floats"] = fn
+        if fn is not None:
+            return fn
+        with BUILD_LOCK:
+            fn = self._specialised.get("floats")      # another thread may have built it
+            if fn is None:
+                guard = {name: ((), float) for name in self._built_params()}
+                built = self._specialised_build(scalar=True, guard=(guard, self._redispatch))
+                fn = self._fn
+                if built is not None:
+                    fn = self._latest = built.functions[built.name]
+                    self.sources["floats"] = built.source
+                self._specialised["floats"] = fn
         return fn
 
     def _built_params(self) -> list[str]:
         """The generated function's parameter names (the user's, possibly renamed)."""
         import inspect
         return list(inspect.signature(self._fn).parameters)
+
+
+_RECORDS: contextvars.ContextVar[list] = contextvars.ContextVar("srcgrad_probe_records")
+"""The list the running probe's loop bodies report into: each probing call has its own (in
+its thread), so that calls probing other shapes at the same time do not mix their facts."""
+
+
+def _record(body: str, part: str, values: dict[str, Any]) -> None:
+    """What an instrumented loop body calls with its locals (``RECORD``)."""
+    records = _RECORDS.get(None)
+    if records is not None:
+        records.append((body, part, {name: fact_of(v) for name, v in values.items()},
+                        python_scalars(values)))
 
 
 def _plain(a: Any) -> bool:
