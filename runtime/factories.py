@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import dtypes
+from srcgrad.runtime.subclasses import plain
 from srcgrad.runtime.tensor import Tensor, as_array
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
@@ -51,7 +52,7 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
     if isinstance(data, Tensor):
         return data._data.copy()
     if isinstance(data, (np.ndarray, np.generic)):
-        return np.array(data)
+        return np.array(plain(data, "srcgrad.tensor(...)"))
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = [as_array(x) if isinstance(x, Tensor) else x for x in data]
     arr = np.array(data)

@@ -19,9 +19,14 @@ from srcgrad.runtime.anomaly import forward_traceback
 from srcgrad.runtime.primitives import Meta, sum_to, unbroadcast
 
 __all__ = ["Node", "PrimNode", "AccumulateGrad", "TensorBase", "edge_of", "make_node", "node_class",
-           "SECOND_BACKWARD"]
+           "SECOND_BACKWARD", "next_seq"]
 
 _seq = itertools.count()
+
+
+def next_seq() -> int:
+    """A number greater than every node's made so far, and smaller than any made later."""
+    return next(_seq)
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors "

@@ -19,6 +19,7 @@ from srcgrad.runtime import dtypes, grad_mode
 from srcgrad.runtime.engine import AccumulateGrad, Node, TensorBase, make_node
 from srcgrad.runtime.hooks import RemovableHandle
 from srcgrad.runtime.primitives import Primitive
+from srcgrad.runtime.subclasses import plain, refuse_subclass
 
 __all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 
@@ -66,6 +67,7 @@ class Tensor(TensorBase):
 
     def __init__(self, data: Any = (), *, requires_grad: bool = False) -> None:
         # ``srcgrad.Tensor([1, 2])`` is float32, as ``torch.Tensor``; use ``srcgrad.tensor``.
+        refuse_subclass(data, "srcgrad.Tensor(...)")
         arr = np.array(as_array(data), dtype=dtypes.default_float())
         self._init(arr)
         if requires_grad:
@@ -89,7 +91,7 @@ class Tensor(TensorBase):
         """Wrap an array without copying (the fast path every operation uses)."""
         t = _new(Tensor)
         if type(data) is not np.ndarray and not hasattr(data, "__cuda_array_interface__"):
-            data = np.asarray(data)
+            data = np.asarray(plain(data, "made a Tensor"))
         t._init(data, grad_fn, requires_grad)
         return t
 
@@ -339,9 +341,11 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
             elif d.dtype != first:
                 mixed = True
         else:
-            data.append(a)
             if type(a) is not float:
                 mixed = True
+                if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+                    a = plain(a, f"an operand of {prim.name}")
+            data.append(a)
     with np.errstate(all="ignore"):    # inf and nan without NumPy's RuntimeWarning, as PyTorch
         out = prim.fn(*data, **params) if params else prim.fn(*data)
     if type(out) is not np.ndarray:

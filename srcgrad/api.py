@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import frontend, pytree, specialise
+from srcgrad.build_parts import BUILD_LOCK
 from srcgrad.callables import (
     Flat,
     Positions,
@@ -31,9 +32,17 @@ from srcgrad.callables import (
 )
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
+from srcgrad.levels import free_arrays, nested
 from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
-from srcgrad.safety import EAGER, NOT_IN_DASK, PASS_THROUGH, SafetyNet, signature
+from srcgrad.safety import (
+    EAGER,
+    FILTERS_LOCK,
+    NOT_IN_DASK,
+    PASS_THROUGH,
+    SafetyNet,
+    signature,
+)
 from srcgrad.specialise import Specialising
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
@@ -64,6 +73,7 @@ class Transform(Specialising, SafetyNet):
             raise TypeError(not_plain)
         self._given = (fun, kind, wrt, backend, strict)
         self._snapshot = Snapshot(self._target)   # free values, to see them rebound
+        self._reads_tensors, self._free_refusal = free_arrays(self._snapshot)
         self._signature = inspect.signature(self._target)
         names = list(self._signature.parameters)
         self._nparams = len(names)
@@ -153,9 +163,12 @@ class Transform(Specialising, SafetyNet):
             "cupy" if any(hasattr(a, "__cuda_array_interface__") for a in leaves) else "numpy"
         transform = self._specialised.get(name)
         if transform is None:
-            fun, kind, wrt, _, strict = self._given
-            transform = Transform(fun, kind, wrt, backend=name, strict=strict)
-            self._specialised[name] = transform
+            with BUILD_LOCK:                  # one transform for all threads
+                transform = self._specialised.get(name)
+                if transform is None:
+                    fun, kind, wrt, _, strict = self._given
+                    transform = Transform(fun, kind, wrt, backend=name, strict=strict)
+                    self._specialised[name] = transform
         return transform
 
     def _compiled_for(self, values: list) -> Callable | None:
@@ -166,12 +179,14 @@ class Transform(Specialising, SafetyNet):
             return self._keywords_left_out(self._fn)
         key = repr(sorted(trees.items()))
         if key not in self._specialised:
-            built = self._build(trees, stacklevel=6)
-            self._specialised[key] = built.functions[built.name] if built else None
-            if built is not None:
-                self.source, self.graph = built.source, built.graph
-                self.sources[key] = built.source
-        return self._keywords_left_out(self._specialised[key])
+            with BUILD_LOCK:                  # unless another thread built it meanwhile
+                if key not in self._specialised:
+                    built = self._build(trees, stacklevel=6)
+                    self._specialised[key] = built.functions[built.name] if built else None
+                    if built is not None:
+                        self.source, self.graph = built.source, built.graph
+                        self.sources[key] = built.source
+        return self._keywords_left_out(self._specialised.get(key))
 
     def _keywords_left_out(self, fn: Callable | None) -> Callable | None:
         """The compiled ``fn`` called with one value a parameter, ``**kwargs`` included: it
@@ -195,8 +210,15 @@ class Transform(Specialising, SafetyNet):
     # ------------------------------------------------------------------------ calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._snapshot.changed() is not None:  # a global, closure or helper rebound
-            fun, kind, wrt, backend, strict = self._given
-            self.__init__(fun, kind, wrt, backend=backend, strict=strict)
+            with BUILD_LOCK:                      # built anew once, then swapped in whole:
+                if self._snapshot.changed() is not None:    # other threads' calls meanwhile
+                    fun, kind, wrt, backend, strict = self._given   # see old or new state
+                    fresh = object.__new__(type(self))
+                    fresh.__init__(fun, kind, wrt, backend=backend, strict=strict)
+                    self.__dict__ = fresh.__dict__
+        if self._free_refusal is not None:
+            raise TypeError(self._free_refusal)
+        args, kwargs = self._plain_arguments(args, kwargs)
         positions = self._positions
         if positions is None or self.backend == "auto":
             return self._call_parameters(args, kwargs)
@@ -216,7 +238,8 @@ class Transform(Specialising, SafetyNet):
         if self.backend == "auto":
             return self._for_backend(args)(*args[len(self._prefix):], **kwargs)
         try:
-            if latest is not None and not kwargs and len(args) == self._nparams:
+            if latest is not None and not kwargs and len(args) == self._nparams and not (
+                    self._reads_tensors or nested()):
                 result = latest(*args)     # guarded: it hands other signatures to _dispatch
             elif self.backend == "dask":
                 result = self._on_dask(args, kwargs)
@@ -249,7 +272,7 @@ class Transform(Specialising, SafetyNet):
             warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
                           FallbackWarning, stacklevel=4)
             return EAGER
-        with warnings.catch_warnings():
+        with FILTERS_LOCK, warnings.catch_warnings():    # the process's filters: in turns
             warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
             return self._dispatch(args, kwargs)
 
@@ -269,8 +292,8 @@ class Transform(Specialising, SafetyNet):
                     break
             if self._eager_keys and signature(args) in self._eager_keys:
                 return EAGER
-            if any(isinstance(a, Tensor) for a in args):
-                return EAGER          # differentiated by an outer transform: keep the graph
+            if self._reads_tensors or nested() or any(isinstance(a, Tensor) for a in args):
+                return EAGER          # differentiated by an outer level: keep the graph
             if all(type(a) is float for a in args):
                 return self._scalar_version()(*args)
             if self._mutated:
@@ -288,8 +311,8 @@ class Transform(Specialising, SafetyNet):
                 raise _ArgumentError(str(exc)) from None
         if any(values[i] is not d for i, d in self._bound_defaults.items()):
             return EAGER                  # another function than the default compiled in
-        if self._eager_keys and signature(values) in self._eager_keys or any(
-                isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
+        if self._eager_keys and signature(values) in self._eager_keys or self._reads_tensors \
+                or nested() or any(isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
             return EAGER
         if self._mutated:
             refuse_shared_arguments(values, self._mutated, list(self._signature.parameters))
@@ -297,6 +320,18 @@ class Transform(Specialising, SafetyNet):
             return self._written_container(values)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         return fn(*values) if fn is not None else EAGER
+
+    def _plain_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments with every array a plain ndarray: ``np.memmap`` as a view of its
+        memory, any other ndarray subclass (``np.matrix``, masked arrays) a TypeError, as
+        their semantics are not the plain arrays' the rules are written for."""
+        if not kwargs and all(type(a) is float or type(a) is np.ndarray for a in args):
+            return args, kwargs
+        names = list(self._signature.parameters)[len(self._prefix):]
+        shown = names if plain_signature(self._signature) else []
+        args = tuple(pytree.plain_leaves(a, f"the argument {shown[i] if i < len(shown) else i}")
+                     for i, a in enumerate(args))
+        return args, {k: pytree.plain_leaves(v, f"the argument {k}") for k, v in kwargs.items()}
 
     def _check(self, values: Any) -> None:
         names = list(self._signature.parameters)

@@ -23,6 +23,7 @@ from srcgrad.callables import refuse_shared_arguments
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.freshness import Snapshot
 from srcgrad.frontend import Flat
+from srcgrad.levels import eager_call
 from srcgrad.tangent_args import (
     carries,
     check_tangents,
@@ -130,6 +131,11 @@ class Jvp:
             primals, tangents = self._flattened(primals, tangents)
         elif self._count is not None and len(primals) < self._count:   # defaults: constants
             primals, tangents = self._defaults(primals, tangents)
+        values, eager = eager_call(self._snapshot, [*primals, *tangents], len(primals))
+        primals, tangents = tuple(values[:len(primals)]), tuple(values[len(primals):])
+        if eager:                     # under an eager transform, or Tensors: keep the graph
+            return self._eager(primals, tangents, tuple(i for i, t in enumerate(tangents)
+                                                        if t is not None and carries(primals[i])))
         if self._inner is not None:
             return self._hvp(primals, tangents)
         if self._snapshot.changed() is not None:      # a global or closure was rebound
@@ -224,8 +230,21 @@ class Jvp:
         return tangent if self.tangent_only else (inner(*primals), tangent)
 
     def _eager(self, primals: tuple, tangents: tuple, wrt: tuple) -> Any:
-        from srcgrad.fallback import eager_jvp
-        value, tangent = eager_jvp(self.fun, primals, tangents, wrt)
+        """The eager engine's jvp.  Where it fails, the plain function's own error is the
+        answer; if NumPy runs the call, a CompileError naming both reasons."""
+        from srcgrad.fallback import eager_jvp, plain_error
+        try:
+            value, tangent = eager_jvp(self.fun, primals, tangents, wrt)
+        except (MemoryError, CompileError):
+            raise
+        except Exception as exc:
+            error = plain_error(self.fun, list(primals), None)
+            if error is not None:
+                raise error from None
+            name = getattr(self.fun, "__qualname__", self.fun)
+            reason = self.fallback_reason or "it runs on the eager engine"
+            raise CompileError(f"the eager engine cannot run jvp of {name} either "
+                               f"({type(exc).__name__}: {exc}); {reason}") from exc
         return tangent if self.tangent_only else (value, tangent)
 
 

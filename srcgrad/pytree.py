@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.runtime.subclasses import plain
 from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
-           "zero_like", "same_kind", "array_library"]
+           "zero_like", "same_kind", "array_library", "plain_leaves"]
 
 
 def is_leaf(x: Any) -> bool:
@@ -109,6 +110,18 @@ def check_differentiable(value: Any, name: str, vjp: bool = False) -> None:
         raise TypeError(f"srcgrad differentiates real floating point values only; the "
                         f"argument {path} has {what}{later}. Pass floats (e.g. 3.0 or "
                         "x.astype(np.float64)), or leave it out of wrt")
+
+
+def plain_leaves(value: Any, name: str) -> Any:
+    """``value`` with every array leaf a plain ndarray: an ``np.memmap`` as a view of its
+    memory; any other ndarray subclass raises a TypeError naming it and where it is
+    (:mod:`srcgrad.runtime.subclasses`).  Nothing is copied or written."""
+    if type(value) is float or type(value) is np.ndarray or isinstance(value, Tensor):
+        return value
+    paths = _paths(value, name)
+    if all(type(leaf) is np.ndarray or not isinstance(leaf, np.ndarray) for _, leaf in paths):
+        return value
+    return unflatten(flatten(value)[1], [plain(leaf, path) for path, leaf in paths])
 
 
 def zero_like(original: Any) -> Any:

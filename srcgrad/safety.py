@@ -9,6 +9,7 @@ generic code on NumPy floats first.
 from __future__ import annotations
 
 import linecache
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,11 +20,16 @@ from srcgrad import pytree
 from srcgrad.callables import written_container
 from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
 
-__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "NOT_IN_DASK"]
+__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "NOT_IN_DASK", "FILTERS_LOCK"]
 
 NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
 """Dask's warning before it computes its arrays into NumPy's for a function it lacks (made
 an error while compiled code runs on Dask arrays)."""
+
+FILTERS_LOCK = threading.RLock()
+"""Held while srcgrad's own warning filter is in place (that warning made an error): the
+filters are the process's, and each ``catch_warnings`` restores those it found, so calls
+in several threads take turns (else one would restore the filter another had added)."""
 
 EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
 PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
@@ -48,7 +54,7 @@ class SafetyNet:
             values = list(dask.compute(*values))
         try:
             result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
-                                     self._call)
+                                     self._call, outer=self._reads_tensors)
             return (result[0], self._eager_backward(result[1])) if self.kind == "vjp" else result
         except (MemoryError, CompileError):
             raise
@@ -78,6 +84,7 @@ class SafetyNet:
         """The eager vjp's backward function: the forward pass ran as NumPy does, so an
         error of the backward pass is srcgrad's, said as a CompileError."""
         def vjp_fn(cotangent: Any) -> Any:
+            cotangent = pytree.plain_leaves(cotangent, "the cotangent")
             try:
                 return backward(cotangent)
             except PASS_THROUGH:
@@ -116,7 +123,7 @@ class SafetyNet:
                 raise CompileError(f"Dask cannot compute the derivative of {self._name} "
                                    f"lazily{_at(exc)}: {str(exc).strip()}") from None
             return
-        with warnings.catch_warnings():       # its functions Dask lacks raise, not compute
+        with FILTERS_LOCK, warnings.catch_warnings():   # functions Dask lacks raise
             warnings.filterwarnings("error", category=FutureWarning, module="dask")
             error = plain_error(self._target, values, self._call)
         if error is not None and type(error) is type(exc):
@@ -135,13 +142,13 @@ class SafetyNet:
         try:
             fn = self._compiled_for(numpy_floats)
             result = fn(*numpy_floats) if fn is not None else EAGER
-        except Exception:  # noqa: BLE001 - the eager engine decides
-            return EAGER
-        if result is EAGER:
-            return EAGER
+        except Exception:  # noqa: BLE001 - the function's own error, or the eager engine
+            result = EAGER
         error = plain_error(self._target, values, self._call)
         if error is not None:
             raise error from None
+        if result is EAGER:
+            return EAGER
         if self._vjp:
             return result[0], self._safe_backward(result[1], tuple(values), {})
         value, grads = result if self.kind == "value_and_grad" else (None, result)
@@ -181,10 +188,11 @@ class SafetyNet:
     def _safe_backward(self, backward: Callable, args: tuple, kwargs: dict) -> Callable:
         """A vjp's backward function, with the same safety net as the forward call."""
         def vjp_fn(cotangent: Any) -> Any:
+            cotangent = pytree.plain_leaves(cotangent, "the cotangent")
             try:
                 if self.backend != "dask":
                     return backward(cotangent)
-                with warnings.catch_warnings():
+                with FILTERS_LOCK, warnings.catch_warnings():
                     warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
                     return backward(cotangent)
             except PASS_THROUGH:

@@ -120,8 +120,10 @@ def test_ndarray_subclasses_and_memmaps_call_after_call(tmp_path):
     mm = np.memmap(tmp_path / "m.dat", dtype=np.float64, mode="w+", shape=(3,))
     mm[:] = A
     expected = np.sin(A) + A * np.cos(A)
-    for x in (A.view(Sub), mm, A.view(Sub), mm, A, mm):
+    for x in (mm, A, mm):
         np.testing.assert_allclose(g(x), expected)
+        with pytest.raises(TypeError, match="Sub"):   # not known to keep plain semantics
+            g(A.view(Sub))
     np.testing.assert_array_equal(mm, A)                       # never written
 
 
