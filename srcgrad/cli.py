@@ -7,6 +7,8 @@ supports (``docs/supported.md`` is its ``--markdown`` output)."""
 from __future__ import annotations
 
 import argparse
+import importlib.abc
+import importlib.machinery
 import pathlib
 import sys
 import textwrap
@@ -33,16 +35,58 @@ from srcgrad.surface import (
 __all__ = ["main"]
 
 
+_LIBRARIES = frozenset({"numpy", "scipy", "numba", "llvmlite", "dask", "distributed",
+                        "graphviz", "networkx", "cupy", "torch", "srcgrad"}
+                       | sys.stdlib_module_names)
+
+
+class _Shield(importlib.abc.MetaPathFinder):
+    """While the script runs (``--run-module``, its folder on ``sys.path``), the libraries
+    srcgrad uses and the standard library come from where they are installed, never from a
+    file of the same name next to the script (a ``dask.py`` there would run in their place)."""
+
+    def __init__(self, folder: pathlib.Path) -> None:
+        self.folder = folder
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+        if path is not None or name not in _LIBRARIES:
+            return None
+        finder = importlib.machinery.PathFinder
+        entries = [e for e in sys.path if not _names(e, self.folder)]
+        spec = finder.find_spec(name, entries)
+        if spec is None and finder.find_spec(name, [str(self.folder)]) is not None:
+            raise ModuleNotFoundError(f"No module named {name!r} (srcgrad show does not "
+                                      f"import {name} from {self.folder})", name=name)
+        return spec
+
+
+def _names(entry: object, folder: pathlib.Path) -> bool:
+    """Whether the ``sys.path`` entry is ``folder`` (``""`` is the working directory)."""
+    try:
+        return isinstance(entry, str) and pathlib.Path(entry or ".").resolve() == folder
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
 def _load(target: str, run: bool) -> object:
     """The function ``path/to/file.py:name``.  Without ``run``, only the statements it needs
-    run (:mod:`srcgrad.cli_target`); the module body does not."""
+    run (:mod:`srcgrad.cli_target`); the module body does not.  The script's folder is never
+    searched before the installed libraries: it is on ``sys.path`` (last) only while the
+    module runs, and a library's name never resolves to a file there."""
     path, _, name = target.rpartition(":")
     if not path or not name:
         raise SystemExit(f"srcgrad show: expected path/to/file.py:function, got {target!r}")
     file = pathlib.Path(path)
     if not file.is_file():
         raise SystemExit(f"srcgrad show: no such file: {path}")
-    sys.path.insert(0, str(file.parent.resolve()))
+    folder = file.resolve().parent
+    sys.path[:] = [e for e in sys.path if not _names(e, folder)]   # "" when run from there
+    shield = _Shield(folder)
+    if run:
+        sys.path.append(str(folder))
+        at = next((i for i, f in enumerate(sys.meta_path)
+                   if f is importlib.machinery.PathFinder), len(sys.meta_path))
+        sys.meta_path.insert(at, shield)            # after the builtin and frozen modules
     try:
         return run_module(file, name) if run else load_function(file, name)
     except NeedsModule as exc:
@@ -57,6 +101,10 @@ def _load(target: str, run: bool) -> object:
         what = "running" if run else f"importing what {name} needs from"
         raise SystemExit(f"srcgrad show: {what} {path} failed: {type(exc).__name__}: "
                          f"{exc}") from None
+    finally:
+        if shield in sys.meta_path:
+            sys.meta_path.remove(shield)
+        sys.path[:] = [e for e in sys.path if not _names(e, folder)]
 
 
 _REGENERATE = "python -m srcgrad supported --markdown > docs/supported.md"

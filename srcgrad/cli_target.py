@@ -2,18 +2,22 @@
 
 A training script run for its function would train (or write files, or fail) first: nothing
 obliges it to guard its top level with ``if __name__ == "__main__"``.  So the file is parsed,
-and only the statements the function needs run: the ``import`` statements and constant
-assignments (numbers, strings, tuples of them) that bind the names it reads, and the ``def`` of
-the helpers it calls, found the same way.  Where a name it reads is bound by anything else (a
-computed value, a loop, a name bound twice, a ``global`` statement, a ``*`` import, a decorator
-other than srcgrad's), the function cannot be had without running the module, and
-:class:`NeedsModule` says why; ``--run-module`` then runs the whole module as ``import`` would.
+and only the statements the function needs run: the ``import`` statements of installed
+modules and constant assignments (numbers, strings, tuples of them) that bind the names it
+reads, and the ``def`` of the helpers it calls, found the same way, without their decorators
+and annotations.  A default value is evaluated only when that cannot run code: literals,
+arithmetic on numbers, names and attributes.  Where a name it reads is bound by anything else
+(a computed value, a loop, a name bound twice, a ``global`` statement, a ``*`` import, a
+module next to the script, a decorator other than srcgrad's), or a default is a call or the
+like, the function cannot be had without running code, and :class:`NeedsModule` says why;
+``--run-module`` then runs the whole module as ``import`` would.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import importlib.machinery
 import importlib.util
 import pathlib
 import symtable
@@ -35,9 +39,11 @@ class NeedsModule(Exception):
 
 def run_module(file: pathlib.Path, name: str) -> Any:
     """Run the whole module (as ``import`` would) and return its ``name``."""
-    spec = importlib.util.spec_from_file_location(file.stem, file)
+    name_taken = file.stem in sys.modules or not file.stem.isidentifier()
+    module_name = f"_srcgrad_show_{abs(hash(str(file)))}" if name_taken else file.stem
+    spec = importlib.util.spec_from_file_location(module_name, file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[file.stem] = module
+    sys.modules[module_name] = module     # never another module's entry (``numpy.py``)
     spec.loader.exec_module(module)
     fn: Any = module
     for part in name.split("."):
@@ -175,6 +181,109 @@ def _constant(value: ast.expr) -> bool:
     return immutable(v)
 
 
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _number(expr: ast.expr, numbers: dict[str, Any]) -> bool:
+    """Whether ``expr`` is arithmetic on numbers (literals, and the names in ``numbers``,
+    constants bound once to numbers), which Python evaluates without running anything the
+    user wrote: ``1 / 255``, ``-EPS``, ``2 ** -10`` (powers of a number to a number of at
+    most 256 only: ``10 ** 10 ** 10`` would not end)."""
+    if isinstance(expr, ast.Name):
+        return expr.id in numbers
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float, complex))
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        return _number(expr.operand, numbers)
+    if not isinstance(expr, ast.BinOp):
+        return False
+    if isinstance(expr.op, ast.Pow):
+        exponent = numbers.get(expr.right.id) if isinstance(expr.right, ast.Name) else \
+            _literal(expr.right)
+        return isinstance(expr.left, (ast.Constant, ast.Name)) and \
+            _number(expr.left, numbers) and isinstance(exponent, (int, float)) and \
+            abs(exponent) <= 256
+    return isinstance(expr.op, _ARITHMETIC) and _number(expr.left, numbers) and \
+        _number(expr.right, numbers)
+
+
+def _literal(expr: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _runs_code(expr: ast.expr, numbers: dict[str, Any]) -> ast.AST | None:
+    """The part of a default value that could run code when evaluated (a call, a subscript,
+    a comparison, a lambda, an f-string, arithmetic on anything but numbers, ...), or None:
+    literals, arithmetic on numbers, names, attributes, and tuples, lists, sets and dicts
+    of them are safe."""
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.expr) and _number(node, numbers):
+            continue
+        if isinstance(node, ast.Dict) and None in node.keys:     # {**mapping}
+            return node
+        if not isinstance(node, (ast.Constant, ast.Name, ast.Attribute, ast.Tuple, ast.List,
+                                 ast.Set, ast.Dict, ast.expr_context)):
+            return node
+        stack.extend(ast.iter_child_nodes(node))
+    return None
+
+
+def _check_defaults(module: _Module, node: ast.FunctionDef) -> None:
+    """Raise :class:`NeedsModule` where evaluating a default of ``node`` could run code."""
+    args = node.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    numbers = {}
+    for name, binders in module.binders.items():
+        stmt, top = binders[0]
+        if len(binders) == 1 and top and isinstance(stmt, ast.Assign) and \
+                len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _literal(stmt.value)
+            if isinstance(value, (int, float, complex)):
+                numbers[name] = value
+    for param, default in pairs:
+        part = _runs_code(default, numbers)
+        if part is not None:
+            text = ast.get_source_segment(module.source, default) or ast.unparse(default)
+            inner = "" if part is default else f" (the {type(part).__name__} " \
+                f"{ast.unparse(part)[:60]})"
+            raise NeedsModule(f"the default value of {param.arg!r} in {node.name} "
+                              f"({module.where(default)}: {text}) may run code when evaluated"
+                              f"{inner}; only literals, arithmetic on numbers, names and "
+                              "attributes are evaluated without running the module")
+
+
+def _sibling(top: str, folder: pathlib.Path) -> str | None:
+    """Where ``top`` is a module or package directly in ``folder`` that ``import top``
+    would run (user code next to the script), or None (an installed module, or none)."""
+    if top == "__future__":
+        return None
+    loaded = sys.modules.get(top)
+    spec = getattr(loaded, "__spec__", None) if loaded is not None else None
+    if loaded is None:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:                              # only the script's folder may have it
+            spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
+    if spec is None:
+        return None
+    places = [pathlib.Path(spec.origin)] if spec.origin and spec.has_location else []
+    places += [pathlib.Path(p) / "__init__.py" for p in spec.submodule_search_locations or ()]
+    for place in places:
+        real = place.resolve()
+        if real.parent == folder or (real.name == "__init__.py" and real.parent.parent == folder):
+            return str(place)
+    return None
+
+
 def load_function(file: pathlib.Path, name: str) -> Any:
     """``name`` from ``file``, running only the statements it needs (see the module
     docstring); raises :class:`NeedsModule` when that cannot be done soundly."""
@@ -205,6 +314,7 @@ def load_function(file: pathlib.Path, name: str) -> Any:
         keep[id(stmt)] = stmt
         imports.update(_imported(stmt))
         if isinstance(stmt, ast.FunctionDef):
+            _check_defaults(module, stmt)
             todo += sorted(_reads(module.tables[wanted]) - {"__name__", "__file__"})
             args = stmt.args
             evaluated = args.defaults + [d for d in args.kw_defaults if d] + \
@@ -217,6 +327,14 @@ def load_function(file: pathlib.Path, name: str) -> Any:
         if _dotted(call, imports) not in _TRANSFORMS:
             raise NeedsModule(f"{name} is decorated at {module.where(deco)}; only running "
                               "the module applies a decorator other than srcgrad's")
+    folder = file.resolve().parent
+    for stmt in keep.values():
+        for alias in stmt.names if isinstance(stmt, (ast.Import, ast.ImportFrom)) else ():
+            top = (stmt.module if isinstance(stmt, ast.ImportFrom) else alias.name)
+            place = _sibling(top.partition(".")[0], folder)
+            if place is not None:
+                raise NeedsModule(f"{module.where(stmt)} imports {top}, which is {place}, "
+                                  "next to the script: importing it would run its code")
     body = [_bare(s) if isinstance(s, ast.FunctionDef) else _plain(s)
             for s, _ in _statements(module.tree.body) if id(s) in keep]
     namespace = types.ModuleType(file.stem)
