@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen import lists
+from srcgrad.codegen import lists, support
 from srcgrad.codegen.symbolic import Sym, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
+from srcgrad.codegen.value_kinds import FLOAT
 from srcgrad.ir import Const, Stmt, Var
 from srcgrad.runtime.primitives import unbroadcast
 
@@ -123,19 +124,58 @@ class Accumulation:
                 return self.visit(copy.deepcopy(defs[node.id])) if node.id in defs else node
         return ast.dump(Expand().visit(copy.deepcopy(contrib.node)))
 
-    def accumulate(self, var: str, contrib: Any, virtual: bool = False) -> list[ast.stmt]:
+    # -- the adjoints of values that may be integers: None stands for their zero
+    def may_be_none(self, var: str) -> bool:
+        """Whether a gradient handed back for ``var`` (by a block, or as an item of a
+        cotangent) may be None: ``var`` is not a float for certain (nor a list or pytree,
+        whose gradients hold None for zeros by design)."""
+        return self.kinds.get(var) != FLOAT and var not in self.fn.lists and \
+            var not in self.fn.trees
+
+    def handed_back(self, var: str) -> None:
+        """``var``'s adjoint was just handed back by a block or read from a cotangent."""
+        if self.may_be_none(var) and self.adj.get(var) is not None:
+            self.maybe_none.add(var)
+
+    def zeroed(self, var: str) -> list[ast.stmt]:
+        """``d_var = callee_gradient(d_var, var)`` (a zero of ``var``'s shape for None)
+        before arithmetic reads an adjoint that may be None; nothing when it cannot be."""
+        if var not in self.maybe_none:
+            return []
+        self.maybe_none.discard(var)
+        name = self.fresh(f"d_{var}")
+        value = self._none_as_zero_expr(self.adj[var], var)
+        self.adj[var] = _name(name)
+        self.aliases.discard(var)
+        return [assign(name, value)]
+
+    def _none_as_zero_expr(self, value: ast.expr, var: str) -> ast.expr:
+        fix = self.tracer.use_helper("callee_gradient", support.callee_gradient)
+        return ast.Call(fix, [value, self.operand(Var(var))], [])
+
+    def accumulate(self, var: str, contrib: Any, virtual: bool = False,
+                   none: bool = False) -> list[ast.stmt]:
         """``d_var = contrib``, or ``d_var = d_var + contrib`` when it already has one.
 
         A constant adjoint (the folded ``1.0`` seed, ``-1.0`` …) is not assigned at all: it
         is kept as a number, so that the rules downstream fold it too.  ``virtual``: the
         contribution is a scalar standing for an array full of it (as after a sum).
+        ``none``: the contribution was handed back by a block and may be None (an int's).
         """
         if isinstance(contrib, (np.ndarray, np.generic)) and np.ndim(contrib) == 0 and \
                 contrib.dtype.kind in "biuf":   # a rule's result on folded numbers (0-d)
             contrib = float(contrib)
         stmts = self.tracer.stmts
         self.tracer.stmts = []
+        none = none and self.may_be_none(var)
+        if var in self.adj and (none or var in self.maybe_none):   # a sum: no None in it
+            stmts += self.zeroed(var)
+            if none:
+                value = to_expr(contrib) if not isinstance(contrib, ast.AST) else contrib
+                contrib, none = self._none_as_zero_expr(value, var), False
         old = self.adj.get(var)
+        if old is None and none:
+            self.maybe_none.add(var)
         was_virtual = var in self.virtual      # a scalar standing for an array: no scatter
         if old is None and virtual:
             self.virtual.add(var)

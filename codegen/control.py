@@ -112,13 +112,13 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
                                                        ast.Load()))]
     emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
                            body, [], lineno=0))
-    for i, a in enumerate(st.args[:n]):
+    for i, a in enumerate(st.args[:n]):       # (None for an int: ``none``)
         if em._wants(a):
             emitted += em.accumulate(a.name, ast.Subscript(_name(d_state), ast.Constant(i),
-                                                           ast.Load()))
+                                                           ast.Load()), none=True)
     for i, a in consts:
         if i not in ours:
-            emitted += em.accumulate(a.name, _name(totals[i]))
+            emitted += em.accumulate(a.name, _name(totals[i]), none=True)
     return emitted
 
 
@@ -133,4 +133,5 @@ def accumulators(em: Any, ir: Any, seed: str) -> list[ast.stmt]:
                                               ast.Load())))
         em.adj[param] = _name(name)
         em.owned.add(name)
+        em.handed_back(param)                # an int's total is None
     return out

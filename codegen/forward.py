@@ -30,12 +30,40 @@ from srcgrad.codegen.symbolic import (
     to_expr,
 )
 from srcgrad.codegen.symbolic import name_expr as _name
+from srcgrad.codegen.value_kinds import FLOAT, INT
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.rules import tangents
+from srcgrad.runtime.rules.constructors import float_result
 
 __all__ = ["Forward"]
 
 JvpName = Callable[[Any, frozenset, Any], str]   # (callee or block, active positions, label)
+
+
+class _Result(Sym):
+    """The result handed to a forward rule.  The rule's ``float_result(ans)`` (whether a
+    gradient flows: 1.0 for floats) is folded to its number when the result's kind is known,
+    else asked of its dtype alone, ``float_result(np.zeros((), np.asarray(ans).dtype))``: a
+    helper call on the value itself, which carries a tangent, could not be differentiated
+    again (the Hessian differentiates this code)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, node: ast.expr, tracer: Tracer, kind: str | None) -> None:
+        super().__init__(node, tracer)
+        self.kind = kind
+
+    @staticmethod
+    def __srcgrad_helper__(wrapper: Any, args: tuple, kwargs: dict) -> Any:
+        if wrapper is not float_result or len(args) != 1 or kwargs:
+            return Sym.__srcgrad_helper__(wrapper, args, kwargs)
+        ans = args[0]
+        if ans.kind is not None:
+            return 1.0 if ans.kind == FLOAT else 0.0
+        path = ans.tracer.backend.path
+        dtype = ast.Attribute(ast.Call(path(np.asarray), [ans.node], []), "dtype", ast.Load())
+        zero = ast.Call(path(np.zeros), [ast.Tuple([], ast.Load()), dtype], [])
+        return Sym.__srcgrad_helper__(wrapper, (Sym(zero, ans.tracer),), {})
 
 
 class Forward(Primal):
@@ -47,9 +75,11 @@ class Forward(Primal):
 
     def __init__(self, fn: Function, active: list[str], fresh: Callable[[str], str],
                  jvp_name: JvpName, namespace: str = "np",
-                 facts: dict[str, tuple] | None = None) -> None:
+                 facts: dict[str, tuple] | None = None,
+                 kinds: dict[str, str] | None = None) -> None:
         self.fn, self.fresh, self.jvp_name = fn, fresh, jvp_name
         self.facts = facts or {}
+        self.kinds = kinds or {}                 # values known to be floats or integers
         self.tracer = Tracer(fresh, namespace, self.facts)
         self.namespace, self.scalar = namespace, False
         self.active: set[str] = set()            # the Primal mixin asks; unused here
@@ -115,12 +145,14 @@ class Forward(Primal):
         prim = st.fn
         tans = [self.tan_of(a) if prim.vjp(i) is not None else None
                 for i, a in enumerate(st.args)]
-        if all(t is None for t in tans):
+        kind = self.kinds.get(st.target)
+        if all(t is None for t in tans) or kind == INT:      # an integer's tangent is zero
             return []
         spelled = self._spelled(st, tans)
         if spelled is not None:
             return self.bind(st.target, spelled)
         ans, xs, params = self.rule_operands(st)
+        ans = _Result(ans.node, ans.tracer, kind)
         ts = [Sym(t, self.tracer) if t is not None else None for t in tans]
         try:
             out = prim.jvp(ts, ans, *xs, **params)

@@ -72,11 +72,14 @@ def branch(em: Any, st: Stmt) -> list[ast.stmt]:
     inputs = st.args[1:]
     positions = frozenset(i for i, a in enumerate(inputs) if em.tan_of(a) is not None)
     args = [em.operand(a) for a in inputs] + [em.tan_of(inputs[i]) for i in sorted(positions)]
-    names = _outputs(em, st, len(st.fn[0].outputs()) or 1)
+    names = _outputs(em, st, st.params.get("outputs", len(st.fn[0].outputs())))
     dots = _dots(em, names) if positions else None
     targets = _targets(names + (dots or []))
-    arms = [[ast.Assign([targets], ast.Call(_name(em.jvp_name(ir, positions, None)),
-                                            list(args), []), lineno=0)] for ir in st.fn]
+    calls = [ast.Call(_name(em.jvp_name(ir, positions, None)), list(args), []) for ir in st.fn]
+    if not names:                     # nothing assigned that is read after: run it alone
+        arms = [[ast.Expr(c)] for c in calls]
+    else:
+        arms = [[ast.Assign([targets], c, lineno=0)] for c in calls]
     return [ast.If(em.operand(st.args[0]), arms[0], arms[1])] + _whole(em, st, names, dots)
 
 

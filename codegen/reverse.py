@@ -12,6 +12,7 @@ contributions summed into adjoints by :mod:`srcgrad.codegen.accumulate`.
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,10 +24,13 @@ from srcgrad.codegen.backend import NUMPY, Backend
 from srcgrad.codegen.primal import COMMENT, Primal, comment, located, short_filename
 from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
+from srcgrad.codegen.value_kinds import FLOAT, INT, block_params, function_kinds
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.primitives import unbroadcast
 
 __all__ = ["Emitter", "COMMENT", "comment"]
+
+_EMITTING = threading.local()   # .functions: those whose primal is being emitted here
 
 _short = short_filename          # srcgrad.compiler reads these three here: _name, _short, comment
 
@@ -83,10 +87,12 @@ class Emitter(Primal, Accumulation):
                  vjp_name: Callable[[Any], str], backend: Backend | str = NUMPY,
                  facts: dict[str, tuple] | None = None) -> None:
         self.fn, self.analysis, self.fresh = fn, analysis, fresh
-        self.active = analysis.active
         self.facts = {**_python_floats(fn), **(facts or {})}   # name -> (shape, dtype)
         if facts:
             _elementwise_facts(fn, self.facts)
+        self.kinds = function_kinds(fn, self._param_kinds(fn, analysis))
+        self.active = analysis.active - {n for n, k in self.kinds.items() if k == INT}
+        self.maybe_none: set[str] = set()   # adjoints that may be None (of an int) here
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
         self.tracer = Tracer(fresh, backend, self.facts)
         self.backend = self.tracer.backend
@@ -103,6 +109,34 @@ class Emitter(Primal, Accumulation):
         self.same_list: dict[str, str] = {}  # list version -> the version it appended to
         self.lengths: dict[str, str] = {}    # list version -> name of its recorded length
         self.changed_later = lists.changed_later(fn)
+
+    def _param_kinds(self, fn: Function, analysis: Any) -> dict[str, str]:
+        """The kinds of the parameters: a block's from its branch or loop; at the top, the
+        arguments differentiated are floats (the API refuses others); a helper's unknown."""
+        kinds = block_params(fn)
+        if kinds is None:
+            top = not getattr(_EMITTING, "functions", None)
+            kinds = {p: FLOAT for p in fn.params if top and p in analysis.active
+                     and p not in fn.trees and p not in fn.lists}
+        for name, (_, dtype) in self.facts.items():
+            try:
+                kind = "f" if dtype is float else np.dtype(dtype).kind
+            except TypeError:
+                continue
+            if kind in "fc":
+                kinds[name] = FLOAT
+            elif kind in "biu":
+                kinds[name] = INT
+        return kinds
+
+    def primal(self) -> list[ast.stmt]:
+        """The primal statements; the helpers and blocks emitted meanwhile are not the top."""
+        stack = _EMITTING.__dict__.setdefault("functions", [])
+        stack.append(self.fn)
+        try:
+            return super().primal()
+        finally:
+            stack.pop()
 
     # ------------------------------------------------------------------------ adjoint
     def adjoint(self, seed: Any) -> list[ast.stmt]:
@@ -131,6 +165,8 @@ class Emitter(Primal, Accumulation):
         structural = ("unpack", "call", "pack", "branch", "loop", "append")
         if st.target in self.virtual and st.kind in structural:
             emitted += self.materialize(st.target)      # callees see exact shapes
+        if st.kind in ("prim", "call"):              # rules and helpers read no None
+            emitted += self.zeroed(st.target)
         g = self.adj.get(st.target)
         if isinstance(g, float) and st.kind in structural:
             g = ast.Constant(g)
@@ -149,7 +185,7 @@ class Emitter(Primal, Accumulation):
                     part = g[i] if isinstance(g, tuple) else ast.Subscript(
                         g, ast.Constant(i), ast.Load())
                     if part is not None:
-                        emitted += self.accumulate(a.name, part)
+                        emitted += self.accumulate(a.name, part, none=True)
             return emitted
         if st.kind == "call":
             return emitted + self.adjoint_call(st, g, st.args)
@@ -180,7 +216,10 @@ class Emitter(Primal, Accumulation):
             if rule is None or not self._wants(a):
                 continue
             try:
-                contrib = rule(gsym, ans, *xs, **params)
+                try:
+                    contrib = rule(gsym, ans, *xs, **params)
+                except ArithmeticError:       # folded Python numbers: 1.0 / -0.0
+                    contrib = _as_numpy(rule, gsym, ans, xs, params)
             except SymbolicError as exc:
                 raise SymbolicError(f"{exc} (the rule of {st.fn.name}, line {st.line})") \
                     from None
@@ -260,11 +299,14 @@ class Emitter(Primal, Accumulation):
         emitted = [assign(names if len(names) > 1 else names[0], call)]
         if st.kind == "call":
             emitted += self._none_as_zero(wanted)
+        block = st.kind == "branch"              # a block hands back None for an int
         for a, name in wanted:
             if a.name in direct:
                 self.adj[a.name] = _name(name)
+                if block:
+                    self.handed_back(a.name)
             else:
-                emitted += self.accumulate(a.name, _name(name))
+                emitted += self.accumulate(a.name, _name(name), none=block)
         return emitted
 
     def _none_as_zero(self, wanted: list) -> list[ast.stmt]:
@@ -307,6 +349,8 @@ class Emitter(Primal, Accumulation):
         if self.scalar:                       # Python floats in, Python floats out
             if d is None:
                 return ast.Constant(0.0)
+            if param in self.maybe_none:
+                d = self._none_as_zero_expr(d, param)
             return ast.Constant(float(d)) if isinstance(d, float) else ast.Call(
                 _name("float"), [d], [])
         if d is None:
@@ -324,3 +368,19 @@ class Emitter(Primal, Accumulation):
             return ast.Dict([ast.Constant(k) for k in items], list(items.values()))
         node = ast.List(list(items.values()), ast.Load())
         return node if tree.kind is list else ast.Tuple(node.elts, ast.Load())
+
+
+def _as_numpy(rule: Callable, *operands: Any) -> Any:
+    """A rule evaluated on its folded Python numbers as NumPy float64 scalars: what the
+    arrays they stand beside compute (``-inf`` for ``1.0 / -0.0``, where Python raises)."""
+    def numpy(value: Any) -> Any:
+        if isinstance(value, (tuple, list)):
+            return type(value)(numpy(v) for v in value)
+        if isinstance(value, dict):
+            return {k: numpy(v) for k, v in value.items()}
+        if type(value) in (int, float):
+            return np.float64(value)
+        return value
+    g, ans, xs, params = numpy(operands)
+    with np.errstate(all="ignore"):
+        return rule(g, ans, *xs, **params)

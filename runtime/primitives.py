@@ -96,8 +96,8 @@ class Primitive:
                  "multilinear", "diagonal", "__dict__")
     # Hints for the compiler's emitters, set where a primitive is defined (what each one
     # means: srcgrad.runtime.rules); the emitters name no operation.
-    spelling = full_adjoint = accumulate_by = shift = None
-    fresh_result = makes_float = folds_seed = False
+    spelling = full_adjoint = accumulate_by = shift = default_kind = None
+    fresh_result = makes_float = folds_seed = int_closed = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,

@@ -18,6 +18,7 @@ from srcgrad.codegen.forward import Forward
 from srcgrad.codegen.lists import finish as finish_lists
 from srcgrad.codegen.passes import eliminate_dead_code
 from srcgrad.codegen.symbolic import SymbolicError
+from srcgrad.codegen.value_kinds import FLOAT, block_params, function_kinds
 from srcgrad.compiler import Built, lower_function
 from srcgrad.errors import CompileError, Location
 from srcgrad.graph import build_graph
@@ -81,7 +82,7 @@ class _ForwardModule(ModuleParts):
         if not block:
             ir = copy.copy(ir)
         self.taken |= ir.used
-        self.free.update(ir.free)
+        self.bind_free(ir)
         flat = block or bool(ir.outputs())         # a tuple: its items, then their tangents
         if flat and not block:
             self.flat[name] = len(ir.outputs())
@@ -92,7 +93,11 @@ class _ForwardModule(ModuleParts):
     def transform(self, ir: Function, active: list[str], name: str | None,
                   block: bool = False) -> str:
         """Emit the jvp of ``ir`` (the module's main function when ``name`` is None)."""
-        em = Forward(ir, active, ir.fresh, self.jvp_name, self.namespace)
+        kinds = block_params(ir)          # a block's, from its branch or loop
+        if kinds is None:                 # the top's tangents are of floats; a helper's: any
+            kinds = {p: FLOAT for p in active} if name is None else {}
+        em = Forward(ir, active, ir.fresh, self.jvp_name, self.namespace,
+                     kinds=function_kinds(ir, kinds))
         em.flat_outputs = self.flat.get
         em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
         body = em.body()
@@ -111,14 +116,20 @@ class _ForwardModule(ModuleParts):
                              body=body, decorator_list=[], returns=None, type_params=[],
                              lineno=0)
         finish_lists(em, fn)
-        pure = {st.target for st in ir.body if st.kind == "prim"} | em.tangent_names | \
-            em.tracer.temps
+        pure = {st.target for st in ir.body if st.kind == "prim" or _method_lookup(st)} | \
+            em.tangent_names | em.tracer.temps
         eliminate_dead_code(fn, pure)
         self.functions.append(fn)
-        self.free.update(ir.free)
+        self.bind_free(ir)
         self.helpers.update(em.tracer.helpers)
         lowering_temps = {st.target for st in ir.body if st.kind == "prim"
                           and st.target not in ir.source_names}
         self.temps |= em.tracer.temps | ir.inline | lowering_temps
         return fname
 
+
+def _method_lookup(st: Any) -> bool:
+    """``acc_sum = acc.sum``: the lowering's name for a method it then calls as a static; left
+    out when nothing else reads it (a bound method as a value is not compiled again)."""
+    return st.kind == "static" and isinstance(st.expr, ast.Attribute) and isinstance(
+        st.expr.value, ast.Name)

@@ -14,14 +14,16 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from srcgrad import pytree
-from srcgrad.errors import CompileError
+from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.forward_api import Jvp
+from srcgrad.levels import eager_call
 from srcgrad.tangent_args import carries, tangent_of_data, with_defaults
 from srcgrad.transform_wrappers import is_grad_transform, transform_function
 
@@ -176,6 +178,12 @@ class Jacobian:
             directional._built.clear()              # a global of fun rebound: build again
             self._rows.clear()
             self._used = None
+        snapshot = (self._transform or directional)._snapshot
+        values, eager = eager_call(snapshot, list(args))
+        if eager:                     # under an eager transform, or Tensors: keep the graph
+            from srcgrad.fallback import eager_jacobians
+            return eager_jacobians(self, tuple(values))
+        args = tuple(values)
         if self.mode == "hessian" and self._inner is None and not self._single:
             return tuple(tuple(self._hessian(args, q, i) for q in self.wrt)   # as JAX nests
                          for i in self.wrt)
@@ -209,9 +217,9 @@ class Jacobian:
         key = (p, inner, repr(sorted(trees.items())))
         if key not in self._rows:
             built = self._directional.compiled((p,), trees, quiet=quiet)
-            self._rows[key] = None if built is None else Jacobian(
+            self._rows[key] = None if built is None else Jacobian(   # strict: a failure
                 built.functions[built.name], inner, mode="rev", backend=self.backend,
-                strict=self.strict)
+                strict=True)                     # falls back to the eager Hessian of fun
         return self._rows[key]
 
     def _loop(self, p: int) -> Any:
@@ -224,10 +232,28 @@ class Jacobian:
             base = getattr(self.fun, "__name__", "f")
             self._rows[key] = None if built is None else hessian_function(
                 built.functions[built.name], p, base if base.isidentifier() else "function",
-                self.backend, self.strict)
+                self.backend, True)
         return self._rows[key]
 
     def _hessian(self, args: tuple, p: int, inner: int) -> Any:
+        """The compiled Hessian; when it is refused or fails (``strict=False``), the eager
+        engine's Hessian of ``fun`` itself, with a FallbackWarning (never the eager engine on
+        the generated derivative, which it is not written for)."""
+        key = ("eager", p, inner)
+        if key not in self._rows:
+            try:
+                return self._compiled_hessian(args, p, inner)
+            except CompileError as exc:
+                if self.strict or inner != p:
+                    raise
+                self._rows[key] = str(exc)
+                warnings.warn(f"srcgrad falls back to the eager engine for the hessian of "
+                              f"{getattr(self.fun, '__qualname__', self.fun)}: {exc}",
+                              FallbackWarning, stacklevel=4)
+        from srcgrad.fallback import eager_hessian
+        return eager_hessian(self.fun, args, p)
+
+    def _compiled_hessian(self, args: tuple, p: int, inner: int) -> Any:
         """Columns ``i``: the Jacobian (reverse mode, with respect to argument ``inner``) of
         the derivative along ``eᵢ`` of argument ``p``."""
         x = args[p]

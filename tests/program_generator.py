@@ -12,7 +12,10 @@ control flow, constructors carrying values (``np.full``, ``np.linspace``,
 defs and lambdas, methods of a global object, method chains, ``np.clip`` with array or keyword
 bounds, ``math`` of a ``float()``, and NumPy's in-place ``sort`` and ``view``.  Each
 statement is run on the sample arguments as it is drawn and kept only when NumPy runs it and
-the values stay finite and small, so every program runs in NumPy.
+the values stay finite and small, so every program runs in NumPy.  ``generate(seed,
+jumps=True)`` draws other programs, which also hold branches whose assignments are all dead
+(or ``pass``) and loops left early (``return`` inside ``for``/``while``, ``break`` inside
+either, on a test of the data); the code past a ``return`` must run too.
 
 ``check(program, folder)`` writes the program into a real module file, imports it and returns
 the outcome class: the compiled gradient (``strict=True``) must equal central finite
@@ -106,6 +109,7 @@ class Program:
     statements: list     # (kind, lines) of the body, in order
     terms: list          # what ``f`` returns: the sum of these
     wrt: tuple
+    jumps: bool = False  # drawn with dead branches and loops left early (``return`` inside)
 
     @property
     def features(self) -> tuple:
@@ -123,14 +127,15 @@ class Program:
         """Whether NumPy runs it (finite, small values), return expression included."""
         lines = [line for _, block in self.statements for line in block]
         return _run([*lines, f"__out = {' + '.join(self.terms) or '0.0'}"], self.names,
-                    self.args) is not None
+                    self.args, self.jumps) is not None
 
 
 class _Draw:
     """The drawing state: the statements so far and what their variables hold."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, jumps: bool = False) -> None:
         self.rng = np.random.default_rng(seed)
+        self.jumps = jumps
         self.names = itertools.count()
         self.lines: list[str] = []
         self.features: list[str] = []
@@ -184,16 +189,49 @@ class _Numpy:
         return out
 
 
-def _run(lines: list[str], names: list[str], args: list) -> dict | None:
+class _Returned(Exception):
+    """A ``return`` of the program, run at module level by :func:`_run`."""
+
+
+def _returning(lines: list[str], taken: bool) -> list[str]:
+    """``return e`` as ``__out = e`` for module level, then (``taken``) a :class:`_Returned`
+    raised, else nothing: the run goes on past it, as it does where the test is not met."""
+    out = []
+    for line in lines:
+        found = re.match(r"^(\s*)return (.*)$", line)
+        if found:
+            indent, value = found.groups()
+            out += [f"{indent}__out = {value}"] + ([f"{indent}raise _Returned()"] if taken
+                                                    else [])
+        else:
+            out.append(line)
+    return out
+
+
+def _run(lines: list[str], names: list[str], args: list, jumps: bool = False) -> dict | None:
     """Run the statements at module level on copies of the arguments; None when NumPy raises,
-    or a value leaves [-1e3, 1e3], is not finite or is exactly zero."""
-    env: dict = {"np": _Numpy(), "math": math}
+    or a value leaves [-1e3, 1e3], is not finite or is exactly zero.  ``jumps``: a
+    ``return`` ends the run there, and the code past it must run too (what the variables
+    hold then is returned), as a nearby point may not return (without ``jumps``, a
+    ``return`` is a syntax error: never drawn)."""
+    if not jumps:
+        return _exec(lines, names, args)
+    if _exec(_returning(lines, True), names, args) is None:
+        return None
+    return _exec(_returning(lines, False), names, args)
+
+
+def _exec(lines: list[str], names: list[str], args: list) -> dict | None:
+    env: dict = {"np": _Numpy(), "math": math, "_Returned": _Returned}
     exec(HELPERS, env)
     env.update(zip(names, copy.deepcopy(args)))
     try:
         with warnings.catch_warnings(), np.errstate(all="raise"):
             warnings.simplefilter("error")
-            exec("\n".join(lines), env)
+            try:
+                exec("\n".join(lines), env)
+            except _Returned:
+                pass
     except Exception:
         return None
     for value in env.values():
@@ -252,7 +290,10 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
                  "setitem", "out", "builtin", "builtin", "helper", "if", "for", "constructor",
                  "constructor", "pytree", "pytree", "method", "shape", "viewwrite", "loop2",
                  "math", "swap", "outview", "helper2", "listacc", "numfn", "control", "dict",
-                 "nested", "object"])
+                 "nested", "object"] + (["deadif", "deadif", "early", "early", "early"]
+                                        if d.jumps else []))
+    if kind in ("deadif", "early"):
+        return _jump(d, kind, floats)
     new = d.fresh()
     if kind == "assign":
         return kind, [f"{new} = {expr()}"], [new]
@@ -481,9 +522,52 @@ def _statement(d: _Draw, env: dict, pool: set) -> tuple[str, list[str], list[str
     return "assign", [f"{new} = {expr()}"], [new]
 
 
-def generate(seed: int, length: int | None = None) -> Program:
-    """A program of ``length`` statements (4 to 10) drawn from ``seed``."""
-    d = _Draw(seed)
+def _threshold(d: _Draw, value) -> float:
+    """A bound for ``np.sum`` of ``value`` that it may or may not pass in a few updates."""
+    total = float(np.sum(value))
+    return round(total + float(d.rng.uniform(-0.5, 1.5)) * (abs(total) + 1.0), 2)
+
+
+def _jump(d: _Draw, kind: str, floats: dict) -> tuple[str, list[str], list[str]]:
+    """A branch whose assignments are all dead (or a ``pass``), or a loop left early: a
+    ``return`` inside ``for`` or ``while``, a ``break`` inside either (data-dependent)."""
+    t = d.choice(list(floats))
+    c, dead, other = d.const(), d.fresh("dead"), d.fresh("dead")
+    bound = _threshold(d, floats[t])
+    update = d.choice([f"{t} = {t} * 0.8 + np.tanh({t}) * {c}", f"{t} = np.sin({t}) * 1.3 + {c}",
+                       f"{t} = {t} * 1.2 + {c}"])
+    if kind == "deadif":
+        form = d.choice([
+            "if np.sum({t}) > {b}:\n    {n} = np.cos({t}) * {c}\nelse:\n    pass",
+            "if np.sum({t}) > {b}:\n    pass\nelse:\n    {n} = {t} * {c}\n    {m} = np.sin({n})",
+            "if np.sum({t}) > {b}:\n    {n} = np.exp({t} * 0.1)\nelse:\n    {m} = {t} + {c}",
+            "if np.sum({t}) > {b}:\n    pass",
+            "if np.sum({t}) > {b}:\n    pass\nelse:\n    pass",
+            "for k in range(2):\n    {u}\n    if np.sum({t}) > {b}:\n        {n} = np.sin({t})\n"
+            "    else:\n        pass",
+            "if np.sum({t}) > {b}:\n    {n} = {t} * {c}\n    {u}\nelse:\n    {m} = np.cos({t})"])
+    else:
+        j = d.fresh("j")
+        form = d.choice([
+            "for k in range(3):\n    {u}\n    if np.sum({t}) > {b}:\n"
+            "        return np.sum(np.sin({t}) * {c})",
+            "{j} = 0\nwhile {j} < 3:\n    {u}\n    if np.sum({t}) > {b}:\n"
+            "        return np.sum({t} ** 2) * {c}\n    {j} += 1",
+            "{j} = 0\nwhile {j} < 4:\n    {u}\n    if np.sum({t}) > {b}:\n        break\n"
+            "    {j} = {j} + 1",
+            "for k in range(4):\n    if np.sum({t}) > {b}:\n        break\n    {u}",
+            "for k in range(3):\n    if np.sum({t}) > {b}:\n        return np.sum({t}) * {c}\n"
+            "    {u}\n    if np.sum({t}) < {lo}:\n        break",
+            "if np.sum({t}) > {b}:\n    return np.sum(np.tanh({t}))"])
+    text = form.format(t=t, b=bound, c=c, n=dead, m=other, u=update, lo=-abs(bound) - 5.0,
+                       j=j if kind == "early" else "")
+    return kind, text.split("\n"), []
+
+
+def generate(seed: int, length: int | None = None, jumps: bool = False) -> Program:
+    """A program of ``length`` statements (4 to 10) drawn from ``seed``; ``jumps``: the
+    grammar also draws dead branches and loops left early (other programs)."""
+    d = _Draw(seed, jumps)
     names, args = _arguments(d.rng)
     pool = set(names) - {"p"} | ({"p"} if "p" in names else set())
     env = _run([], names, args)
@@ -492,7 +576,7 @@ def generate(seed: int, length: int | None = None) -> Program:
     while len(d.features) < want and tries < 200:
         tries += 1
         kind, lines, new = _statement(d, env, pool)
-        trial = _run(d.lines + lines, names, args)
+        trial = _run(d.lines + lines, names, args, jumps)
         if trial is None:
             continue
         d.lines += lines
@@ -507,7 +591,7 @@ def generate(seed: int, length: int | None = None) -> Program:
     if "p" in names:
         terms += ['np.sum(p["a"] ** 2)', 'np.sum(p["b"][0] * p["b"][1])']
     return Program(seed, names, args, list(zip(d.features, d.blocks)), terms,
-                   tuple(range(len(names))))
+                   tuple(range(len(names))), jumps)
 
 
 def shrink(program: Program, fails) -> Program:

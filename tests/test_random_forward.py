@@ -90,6 +90,32 @@ def test_hvp_and_hessian_right_or_refused_never_mutated(seed, folder):
     _holds(_hvp_at(seed), generate(seed), folder, KNOWN_HVP, COMPILES_HVP)
 
 
+# Programs that also draw dead branches (all assignments dead, or ``pass``) and loops left
+# early (``return`` inside ``for``/``while``, ``break`` inside either): their jvp, Hessian-
+# vector products and Hessians; the seeds in COMPILES_JUMPS compile and are right.
+JUMPS_JVP_COUNT, JUMPS_HVP_COUNT = 30, 8
+COMPILES_JUMPS_JVP = (1, 5, 7, 12, 14, 20)
+COMPILES_JUMPS_HVP = (1, 5, 7)
+
+
+@pytest.mark.parametrize("seed", range(JUMPS_JVP_COUNT))
+def test_jvp_of_dead_branches_and_early_exits(seed, folder):
+    _holds(check_jvp, generate(seed, jumps=True), folder, {}, COMPILES_JUMPS_JVP)
+
+
+@pytest.mark.parametrize("seed", range(JUMPS_HVP_COUNT))
+def test_hvp_and_hessian_of_dead_branches_and_early_exits(seed, folder):
+    _holds(_hvp_at(seed), generate(seed, jumps=True), folder, {}, COMPILES_JUMPS_HVP)
+
+
+def test_the_programs_with_jumps_draw_every_kind():
+    text = "\n".join(line for seed in range(JUMPS_JVP_COUNT)
+                     for _, block in generate(seed, jumps=True).statements for line in block)
+    for construct in ("    pass", "    dead", "        return ", "        break", "while j"):
+        assert construct in text, construct
+    assert "for k in range(3):\n    if" in text or "for k in range(4):\n    if" in text
+
+
 # --- the harness itself: the checks can fail ------------------------------------------------
 
 def _program(lines: list[str], terms: list[str], x0: float = 0.05) -> Program:

@@ -48,6 +48,20 @@ def test_right_or_refused_never_mutated(seed, folder):
         pytest.fail(f"{outcome}: {detail}\n{small.source}\nargs = {small.args!r}")
 
 
+JUMPS_COUNT = 40
+
+
+@pytest.mark.parametrize("seed", range(JUMPS_COUNT))
+def test_dead_branches_and_early_exits_right_or_refused(seed, folder):
+    """Programs that also draw branches whose assignments are all dead (or ``pass``) and
+    loops left early (``return`` inside ``for``/``while``, ``break`` inside either)."""
+    program = generate(seed, jumps=True)
+    outcome, detail = check(program, folder)
+    if outcome in FAILURES:
+        small = shrink(program, lambda p: check(p, folder)[0] == outcome)
+        pytest.fail(f"{outcome}: {detail}\n{small.source}\nargs = {small.args!r}")
+
+
 def test_the_generator_covers_every_construct():
     kinds, scalars, lines = collections.Counter(), collections.Counter(), []
     for seed in range(COUNT):

@@ -30,6 +30,10 @@ the emitters name no operation):
   (``index=index, shape=total.shape``) into ``total`` in place: ``d_x += unindex(g,
   index=i, shape=s)`` is written ``d_x = scatter_add(d_x, i, g)``;
 - ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``);
+- ``int_closed``: its result is an integer (or bool) whenever every input is one (not
+  ``power``: a Python int to a negative power is a float);
+- ``default_kind``: a constructor's result without a ``dtype``: ``"float"`` (``linspace``),
+  ``"value"`` (``np.full``: the kind of its value);
 - ``shift``: what it does to a value that changes by a shift ``δ`` (``srcgrad.shift``, which
   finds that the ``max`` of a logsumexp needs no adjoint): ``"plus"``, ``"minus"``,
   ``"times"``, ``"over"``, ``"negated"``, ``"exponential"``, ``"logarithm"``, ``"choice"``

@@ -72,7 +72,8 @@ def linspace_of(start, stop, *, num=50, endpoint=True, dtype=None, axis=0):
 
 defvjp(cast_to, lambda g, ans, x, dtype: cast(g * float_result(ans), dtype=x.dtype))
 defvjp(to_float, lambda g, ans, x: np.reshape(g, np.shape(x)))
-to_float.makes_float = True          # a hint for the emitters (see rules/__init__.py)
+to_float.makes_float = True          # hints for the emitters (see rules/__init__.py)
+full_of.default_kind, linspace_of.default_kind = "value", "float"
 defvjp(to_scalar, lambda g, ans, x, dtype: np.reshape(g, np.shape(x)) * float_result(ans))
 defvjp(full_of, lambda g, ans, value, shape, dtype=None:
        sum_to(g * float_result(ans), np.shape(value)))

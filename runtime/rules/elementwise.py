@@ -184,6 +184,9 @@ for _f, _op in ((np.less, "<"), (np.less_equal, "<="), (np.greater, ">"),
 lookup(np.negative).spelling = ("unary", "-")
 pow_scalar.spelling = ("operator", "**", "p")
 pow_scalar.folds_seed = rsub.folds_seed = True     # their rules fold a number g, as ufuncs'
+for _f in (np.add, np.subtract, np.multiply, np.negative, np.positive, np.abs, np.floor_divide,
+           np.remainder, np.maximum, np.minimum):
+    lookup(_f).int_closed = True                    # integers in, an integer out
 for _f, _how in ((np.add, "plus"), (np.subtract, "minus"), (np.multiply, "times"),
                  (np.divide, "over"), (np.negative, "negated"), (np.exp, "exponential"),
                  (np.log, "logarithm"), (np.where, "choice")):
