@@ -10,11 +10,13 @@ Every other ``np.ndarray`` subclass, NumPy's or not, raises a TypeError that nam
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PLAIN_SUBCLASSES", "SubclassError", "refuse_subclass", "subclass_error", "plain"]
+__all__ = ["PLAIN_SUBCLASSES", "SubclassError", "refuse_subclass", "subclass_error", "plain",
+           "makes_subclass"]
 
 
 class SubclassError(TypeError):
@@ -60,3 +62,31 @@ def plain(value: Any, where: str = "") -> Any:
         return value
     refuse_subclass(value, where)
     return np.asarray(value)
+
+
+_MAKERS = ("numpy.ma", "numpy.matrixlib", "numpy.rec", "numpy.char")
+"""NumPy's modules whose functions make the refused subclasses (np.ma.array, np.asmatrix,
+np.rec.fromarrays, np.char.array)."""
+
+
+def makes_subclass(f: Any) -> SubclassError | None:
+    """The refusal of a call of ``f`` that makes a refused ndarray subclass (a function of
+    np.ma, np.asmatrix, the class np.matrix itself), or None."""
+    if isinstance(f, types.ModuleType):
+        module = f.__name__
+        if not module.startswith(_MAKERS):
+            return None
+    elif isinstance(f, type):
+        if not issubclass(f, np.ndarray) or f is np.ndarray or f in PLAIN_SUBCLASSES:
+            return None
+        module = f.__module__
+    else:
+        module = getattr(f, "__module__", None) or ""
+        if not isinstance(module, str) or not module.startswith(_MAKERS) and not any(
+                f is g for g in (np.asmatrix, np.bmat)):     # exported as numpy's own
+            return None
+    name = f"{module}.{getattr(f, '__qualname__', getattr(f, '__name__', f))}"
+    return SubclassError(f"srcgrad does not differentiate through {name}: it makes an ndarray "
+                         f"subclass whose semantics differ from a plain array's (masked "
+                         f"entries left out, * a matrix product), which the derivative rules "
+                         f"of plain arrays would silently get wrong")

@@ -27,6 +27,7 @@ from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, literal
 from srcgrad.lowering_arrays import int_arithmetic
 from srcgrad.methods import Methods, user_method
 from srcgrad.runtime.primitives import NUMPY_BINDINGS, Primitive
+from srcgrad.runtime.subclasses import makes_subclass
 from srcgrad.transform_calls import lower_transform_call
 
 __all__ = ["Calls"]
@@ -67,6 +68,9 @@ class Calls(Methods):
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise self.error("srcgrad cannot compile *args/**kwargs in a call", node)
+        refusal = makes_subclass(f)
+        if refusal is not None:                         # np.ma.array, np.asmatrix
+            raise self.error(str(refusal), node)
         if f is builtins.sum:
             return self.builtin_sum(node)
         if f is builtins.dict:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.list_operands import _array_inputs
+from srcgrad.runtime.subclasses import makes_subclass
 from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["stacking_list_operands"]
@@ -111,6 +112,23 @@ class _Joined:
         return getattr(self._real, name)
 
 
+class _Refused:
+    """A NumPy function or class that makes an ndarray subclass (np.ma.array, np.matrix):
+    calling it raises the refusal (the eager engine would lose the gradient inside it)."""
+
+    def __init__(self, real: Any, refusal: Exception) -> None:
+        self._real, self._refusal = real, refusal
+        self.srcgrad_stands_in_for = real
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise type(self._refusal)(str(self._refusal))
+
+    def __getattr__(self, name: str) -> Any:          # np.ma.array: refused in its turn
+        value = getattr(self._real, name)
+        stand_in = _stand_in_of(value) if callable(value) else None
+        return value if stand_in is None else stand_in
+
+
 _MADE: dict[int, tuple[Any, Any]] = {}      # id of a NumPy object -> (it, its stand-in)
 
 
@@ -119,7 +137,10 @@ def _stand_in_of(value: Any) -> Any:
     made = _MADE.get(id(value))
     if made is not None and made[0] is value:
         return made[1]
-    if isinstance(value, types.ModuleType):
+    refusal = makes_subclass(value)
+    if refusal is not None:
+        stand_in = _Refused(value, refusal)
+    elif isinstance(value, types.ModuleType):
         stand_in = _Module(value) if _MODULES.get(value.__name__) is value else None
     elif value is np.r_ or value is np.c_:
         stand_in = _Joined(value, value is np.c_)

@@ -20,6 +20,7 @@ from srcgrad import lowering_tables as T
 from srcgrad.errors import describe
 from srcgrad.freshness import resolved
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
+from srcgrad.runtime.subclasses import subclass_error
 from srcgrad.subscripts import Subscripts
 
 __all__ = ["Expressions", "Pack", "Tree", "Closure"]   # the values re-exported from srcgrad.ir
@@ -72,6 +73,9 @@ class Expressions(Subscripts):
                                  f"{node.attr!r}", node) from None
             if base.value is math and isinstance(value, float):
                 return Const(value)                          # math.pi prints as a number
+            error = _subclass_in(value, f"{ast.unparse(node)}, read by the function")
+            if error is not None:              # np.matrix: its * would be read as NumPy's
+                raise self.error(str(error), node)
             if _live_state(base.value, value):
                 return self.static_expr(node, hint=node.attr)   # read when the code runs
             resolved(base.value, node.attr, value)           # bound now: watched for changes
@@ -286,3 +290,14 @@ def _live_state(owner: Any, value: Any) -> bool:
 
 def _copy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)
+
+
+def _subclass_in(value: Any, where: str, depth: int = 3) -> Exception | None:
+    """The refusal of an ndarray subclass that ``value`` is or holds (in lists, tuples and
+    dicts, a few levels down), or None."""
+    error = subclass_error(value, where)
+    if error is not None or depth == 0:
+        return error
+    items = value.values() if isinstance(value, dict) else \
+        value if isinstance(value, (list, tuple)) else ()
+    return next((e for e in (_subclass_in(v, where, depth - 1) for v in items) if e), None)

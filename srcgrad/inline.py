@@ -16,7 +16,7 @@ import ast
 import inspect
 from typing import Any
 
-from srcgrad.ir import Closure, Const
+from srcgrad.ir import Closure, Const, constant, value_expr
 from srcgrad.scopes import assigned, exposed, read, walk
 
 __all__ = ["lambda_call", "inline_call", "define", "closure_reads", "live_in"]
@@ -140,7 +140,8 @@ def inline_call(lowerer: Any, callee: Any, values: list, keywords: dict, node: a
     except TypeError as exc:
         raise lowerer.error(f"{name}(): {exc}", node) from None
     bound.apply_defaults()
-    scope = {k: v if not _plain_default(v) else Const(v) for k, v in bound.arguments.items()}
+    scope = {k: v if not _plain_default(v) else default_const(lowerer, v)
+             for k, v in bound.arguments.items()}
     if isinstance(src.node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(src.node.body), src.node.body)]
     else:
@@ -227,6 +228,18 @@ def _defaults(lowerer: Any, params: ast.arguments, node: ast.AST) -> dict:
             raise lowerer.error("srcgrad compiles literal default values of a lambda or "
                                 "nested function", d) from None
     return out
+
+
+def default_const(lowerer: Any, value: Any) -> Const:
+    """A default value a call leaves out: a literal, or (a stream, an array, an object) a
+    name of the generated module's bound to it, as Python evaluated it once."""
+    try:
+        value_expr(value)
+    except TypeError:
+        name = lowerer.fresh_internal("default")
+        lowerer.free[name] = value
+        return constant(value, ast.Name(name, ast.Load()))
+    return Const(value)
 
 
 def _plain_default(value: Any) -> bool:

@@ -22,7 +22,7 @@ from srcgrad.callees import hint, qualname
 from srcgrad.errors import CompileError
 from srcgrad.frontend import parse_function, returned_tuple, returns_of
 from srcgrad.helper_results import LIST, NESTED, Kind, Unfollowed, result_kind
-from srcgrad.inline import inline_call, lambda_call
+from srcgrad.inline import default_const, inline_call, lambda_call
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
 
 __all__ = ["UserCalls"]
@@ -73,7 +73,8 @@ class UserCalls:
         except TypeError as exc:
             raise self.error(f"{callee.__name__}(): {exc}", node) from None
         bound.apply_defaults()
-        ordered = [v if isinstance(v, (Var, Const)) else Const(v) for v in bound.arguments.values()]
+        ordered = [v if isinstance(v, (Var, Const)) else default_const(self, v)
+                   for v in bound.arguments.values()]
         label = node.func.id if isinstance(node.func, ast.Name) else callee.__name__
         label = label if isinstance(label, str) and label.isidentifier() else "helper"
         name = self.fresh(f"{label}_out")

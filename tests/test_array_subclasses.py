@@ -241,3 +241,57 @@ def test_srcgrad_compile_refuses_a_subclass_beside_tensors():
     assert float(f(t, np.full((2, 2), 2.0)).detach().numpy()) == 8.0
     with pytest.raises(TypeError, match="matrix"):
         f(t, np.matrix(np.full((2, 2), 2.0)))
+
+
+class _Model:
+    """A model whose weights are a subclass, reached as an attribute (not an argument)."""
+
+    def __init__(self, weights):
+        self.W = weights
+        self.layers = [np.ones((2, 2)), weights]
+
+    def loss(self, x):
+        return np.sum(self.W * x)
+
+    def deep(self, x):
+        return np.sum(self.layers[1] * x)
+
+
+@pytest.mark.parametrize("method", ["loss", "deep"])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_subclass_read_through_an_attribute_is_refused(method, strict):
+    """``self.W * x`` with ``W`` an np.matrix is a matrix product: the compiler refuses the
+    attribute at its line, and the fallback refuses the operand; no number comes back."""
+    model = _Model(np.matrix([[1.0, 2.0], [3.0, 4.0]]))
+    x = np.array([[0.5, 1.0], [1.5, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((srcgrad.CompileError, TypeError), match="numpy.matrix"):
+            srcgrad.grad(getattr(model, method), strict=strict)(x)
+
+
+_MADE_INSIDE = {
+    "np.ma.array": "m = np.ma.array(np.ones(3), mask=[0, 1, 0])\n    return np.sum(m * x)",
+    "np.ma.masked_less": "m = np.ma.masked_less(x, 0.5)\n    return m.mean()",
+    "np.asmatrix": "m = np.asmatrix(np.ones((3, 3)))\n    return np.sum(m * x[:, None])",
+    "np.matrix": "m = np.matrix(np.eye(3))\n    return np.sum(m * x[:, None])",
+    "ma alias": "m = ma.masked_array(np.ones(3), mask=[0, 1, 0])\n    return np.sum(m * x)",
+    "from-import": "m = masked_array(np.ones(3), mask=[0, 1, 0])\n    return np.sum(m * x)",
+}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("case", list(_MADE_INSIDE))
+def test_a_subclass_made_inside_the_function_is_refused(case, strict):
+    """A masked array or matrix made inside the function: both engines refuse the call that
+    makes it (np.ma reads an eager array's data behind its back: the gradient was zero)."""
+    from compiled_helpers import define
+    source = ("import numpy as np\nimport numpy.ma as ma\nfrom numpy.ma import masked_array\n"
+              f"\n\ndef f(x):\n    {_MADE_INSIDE[case]}\n")
+    fn = define(source, {}, name="f")
+    x = np.array([0.2, 0.7, 0.9])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(x)                                                 # NumPy runs it
+        with pytest.raises((srcgrad.CompileError, TypeError), match="subclass"):
+            srcgrad.grad(fn, strict=strict)(x)

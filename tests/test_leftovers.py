@@ -5,6 +5,7 @@ eager engine, masked norm rules, and literal arithmetic as a reshape's shape."""
 
 from __future__ import annotations
 
+import sys
 import types
 import warnings
 
@@ -340,3 +341,28 @@ def test_a_list_argument_as_a_matmul_operand(body, strict):
         got = srcgrad.grad(fn, wrt=1, strict=strict)(c, x)
     np.testing.assert_allclose(got, numerical_grad(lambda v: float(fn(c, v)), [x.copy()], 0),
                                rtol=1e-6, atol=1e-8)
+
+
+_WEIGHTS = np.array([1.5, -2.0])
+
+
+def _scaled(x, stream=sys.stdout, w=_WEIGHTS, k=2.0):
+    return x * w * k
+
+
+def _uses_defaults(x):
+    return np.sum(_scaled(x) ** 2) + np.sum(x * 3.0)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_a_default_without_a_literal_is_bound_not_printed(transform):
+    """A helper's default that is a stream or an array (Python evaluated it once) is bound
+    to a name of the generated module (it was an internal error: no literal for it)."""
+    x = np.array([0.3, -0.7])
+    want = 2 * (x * _WEIGHTS * 2.0) * _WEIGHTS * 2.0 + 3.0
+    if transform == "grad":
+        got = srcgrad.grad(_uses_defaults, strict=True)(x)
+    else:
+        got = np.array([srcgrad.jvp(_uses_defaults, (x,), (e,), strict=True)[1]
+                        for e in np.eye(2)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
