@@ -136,8 +136,8 @@ class Primal:
 
     def _const(self, c: Const) -> Any:
         value = c.value
-        if isinstance(value, (int, float, bool)) or value is None:
-            return value
+        if isinstance(value, (int, float, bool, np.integer, np.bool_)) or value is None:
+            return value          # NumPy integers too: 1.0 * np.uint8(200) folds to a float
         return Sym(const_expr(c), self.tracer)
 
     def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:

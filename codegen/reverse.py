@@ -378,7 +378,7 @@ def _as_numpy(rule: Callable, *operands: Any) -> Any:
             return type(value)(numpy(v) for v in value)
         if isinstance(value, dict):
             return {k: numpy(v) for k, v in value.items()}
-        if type(value) in (int, float):
+        if type(value) is float or type(value) is int and abs(value) < 2 ** 1023:
             return np.float64(value)
         return value
     g, ans, xs, params = numpy(operands)

@@ -30,9 +30,9 @@ from srcgrad.callables import (
     target,
     wrt_position,
 )
-from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.freshness import Snapshot
-from srcgrad.levels import free_arrays, nested
+from srcgrad.levels import free_arrays, holds_containers, nested
 from srcgrad.methods import static_default
 from srcgrad.runtime.tensor import Tensor
 from srcgrad.safety import (
@@ -74,6 +74,7 @@ class Transform(Specialising, SafetyNet):
         self._given = (fun, kind, wrt, backend, strict)
         self._snapshot = Snapshot(self._target)   # free values, to see them rebound
         self._reads_tensors, self._free_refusal = free_arrays(self._snapshot)
+        self._containers = holds_containers(self._snapshot)   # read again at every call
         self._signature = inspect.signature(self._target)
         names = list(self._signature.parameters)
         self._nparams = len(names)
@@ -145,7 +146,7 @@ class Transform(Specialising, SafetyNet):
                 built, self._lowered = specialise.build(
                     self._compiled_target, self.kind, self.wrt, self._single, self.backend)
         except CompileError as exc:
-            if self.strict:
+            if self.strict or isinstance(exc, NoFallback):
                 raise
             if self.fallback_reason is None:
                 self.fallback_reason = str(exc)
@@ -216,6 +217,11 @@ class Transform(Specialising, SafetyNet):
                     fresh = object.__new__(type(self))
                     fresh.__init__(fun, kind, wrt, backend=backend, strict=strict)
                     self.__dict__ = fresh.__dict__
+        if self._containers:          # a list or dict it reads may have been filled since
+            reads, refusal = free_arrays(self._snapshot)
+            self._reads_tensors = self._reads_tensors or reads
+            if refusal is not None:
+                raise TypeError(refusal)
         if self._free_refusal is not None:
             raise TypeError(self._free_refusal)
         args, kwargs = self._plain_arguments(args, kwargs)

@@ -121,12 +121,34 @@ class _Refused:
         self.srcgrad_stands_in_for = real
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _TURNS._is_owned():     # another thread's code of the module: NumPy's own
+            return self._real(*args, **kwargs)
         raise type(self._refusal)(str(self._refusal))
 
     def __getattr__(self, name: str) -> Any:          # np.ma.array: refused in its turn
         value = getattr(self._real, name)
         stand_in = _stand_in_of(value) if callable(value) else None
         return value if stand_in is None else stand_in
+
+
+class _RefusedClass(type):
+    """The stand-in of a refused ndarray subclass (np.ma.MaskedArray, np.matrix): calling
+    it is refused as :class:`_Refused` is, ``isinstance`` and its attributes are the
+    class's own."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not _TURNS._is_owned():
+            return cls._real(*args, **kwargs)
+        raise type(cls._refusal)(str(cls._refusal))
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        return isinstance(value, cls._real)
+
+    def __subclasscheck__(cls, other: type) -> bool:
+        return issubclass(other, cls._real)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._real, name)
 
 
 _MADE: dict[int, tuple[Any, Any]] = {}      # id of a NumPy object -> (it, its stand-in)
@@ -139,7 +161,8 @@ def _stand_in_of(value: Any) -> Any:
         return made[1]
     refusal = makes_subclass(value)
     if refusal is not None:
-        stand_in = _Refused(value, refusal)
+        stand_in = _RefusedClass(value.__name__, (), {"_real": value, "_refusal": refusal}) \
+            if isinstance(value, type) else _Refused(value, refusal)
     elif isinstance(value, types.ModuleType):
         stand_in = _Module(value) if _MODULES.get(value.__name__) is value else None
     elif value is np.r_ or value is np.c_:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["CompileError", "FallbackWarning", "Location", "MissingBackend"]
+__all__ = ["CompileError", "NoFallback", "FallbackWarning", "Location", "MissingBackend"]
 
 
 class Location:
@@ -52,6 +52,11 @@ class CompileError(Exception):
         caret = " " * (w.col - shift) + "^" * width
         return (f'{self.message}\n  File "{w.filename}", line {w.lineno}, in {w.function}\n'
                 f"    {stripped}\n    {caret}")
+
+
+class NoFallback(CompileError):
+    """A refusal the eager engine shares, raised without ``strict`` too: what the compiler
+    saw (an ndarray subclass read off an object) would reach the eager engine unseen."""
 
 
 class MissingBackend(RuntimeError):

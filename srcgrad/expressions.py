@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import lowering_tables as T
-from srcgrad.errors import describe
+from srcgrad.errors import NoFallback, describe
 from srcgrad.freshness import resolved
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
 from srcgrad.runtime.subclasses import subclass_error
@@ -75,7 +75,7 @@ class Expressions(Subscripts):
                 return Const(value)                          # math.pi prints as a number
             error = _subclass_in(value, f"{ast.unparse(node)}, read by the function")
             if error is not None:              # np.matrix: its * would be read as NumPy's
-                raise self.error(str(error), node)
+                raise NoFallback(str(error), self.src.where(node))
             if _live_state(base.value, value):
                 return self.static_expr(node, hint=node.attr)   # read when the code runs
             resolved(base.value, node.attr, value)           # bound now: watched for changes

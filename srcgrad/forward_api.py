@@ -20,7 +20,7 @@ import numpy as np
 
 from srcgrad import generated, pytree
 from srcgrad.callables import refuse_shared_arguments
-from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.freshness import Snapshot
 from srcgrad.frontend import Flat
 from srcgrad.levels import eager_call
@@ -106,9 +106,7 @@ class Jvp:
             built = build_jvp(self._flat or self.fun, wrt, _backend(self.backend), trees,
                               tangent_only=self.tangent_only)
         except CompileError as exc:
-            if quiet:
-                raise
-            if self.strict:
+            if quiet or self.strict or isinstance(exc, NoFallback):
                 raise
             if self.fallback_reason is None:
                 self.fallback_reason = str(exc)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad import pytree
-from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.forward_api import Jvp
 from srcgrad.levels import eager_call
 from srcgrad.tangent_args import carries, tangent_of_data, with_defaults
@@ -244,7 +244,7 @@ class Jacobian:
             try:
                 return self._compiled_hessian(args, p, inner)
             except CompileError as exc:
-                if self.strict or inner != p:
+                if self.strict or inner != p or isinstance(exc, NoFallback):
                     raise
                 self._rows[key] = str(exc)
                 warnings.warn(f"srcgrad falls back to the eager engine for the hessian of "

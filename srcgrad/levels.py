@@ -28,7 +28,7 @@ from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["nested", "running", "plain_value", "tangent", "forward_hook", "outer_level",
            "fresh", "leaf", "other", "hand_back", "copy_array", "recorded", "free_arrays",
-           "eager_call", "graph_mark", "unless_outer"]
+           "eager_call", "graph_mark", "unless_outer", "holds_containers"]
 
 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("srcgrad_eager_depth", default=0)
@@ -150,6 +150,16 @@ def free_arrays(snapshot: Any) -> tuple[bool, str | None]:
             error = refusal is None and subclass_error(item, "a value the function reads")
             refusal = str(error) if error else refusal
     return tensors, refusal
+
+
+def holds_containers(snapshot: Any) -> bool:
+    """Whether a function's free values include a list, tuple or dict: its contents may
+    change without rebinding a name (a Tensor or an ndarray subclass put in later), so
+    :func:`free_arrays` reads them again at every call."""
+    values = [v for _, v, _ in snapshot.cells] + [v for _, _, v in snapshot.names]
+    for _, defaults, _, kw in snapshot.defaults:
+        values += [*(defaults or ()), *(kw or {}).values()]
+    return any(isinstance(v, (list, tuple, dict)) for v in values)
 
 
 def eager_call(snapshot: Any, values: list, split: int | None = None) -> tuple[list, bool]:

@@ -257,17 +257,27 @@ class _Model:
         return np.sum(self.layers[1] * x)
 
 
+_WEIGHTS = {"matrix": lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
+            "masked": lambda: np.ma.array(np.ones((2, 2)), mask=[[0, 1], [0, 0]])}
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp", "hessian"])
+@pytest.mark.parametrize("weights", list(_WEIGHTS))
 @pytest.mark.parametrize("method", ["loss", "deep"])
 @pytest.mark.parametrize("strict", [True, False])
-def test_a_subclass_read_through_an_attribute_is_refused(method, strict):
-    """``self.W * x`` with ``W`` an np.matrix is a matrix product: the compiler refuses the
-    attribute at its line, and the fallback refuses the operand; no number comes back."""
-    model = _Model(np.matrix([[1.0, 2.0], [3.0, 4.0]]))
-    x = np.array([[0.5, 1.0], [1.5, 2.0]])
+def test_a_subclass_read_through_an_attribute_is_refused(method, strict, weights, transform):
+    """``self.W * x`` with ``W`` an np.matrix is a matrix product, with a masked array it
+    leaves entries out: the compiler refuses the attribute at its line, in both modes (the
+    eager engine would not see it: np.ma reads an eager array's data behind its back)."""
+    model = _Model(_WEIGHTS[weights]())
+    fn, x = getattr(model, method), np.array([[0.5, 1.0], [1.5, 2.0]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises((srcgrad.CompileError, TypeError), match="numpy.matrix"):
-            srcgrad.grad(getattr(model, method), strict=strict)(x)
+        with pytest.raises(srcgrad.CompileError, match="numpy.ma|numpy.matrix"):
+            if transform == "jvp":
+                srcgrad.jvp(fn, (x,), (np.ones_like(x),), strict=strict)
+            else:
+                getattr(srcgrad, transform)(fn, strict=strict)(x)
 
 
 _MADE_INSIDE = {
@@ -295,3 +305,60 @@ def test_a_subclass_made_inside_the_function_is_refused(case, strict):
         fn(x)                                                 # NumPy runs it
         with pytest.raises((srcgrad.CompileError, TypeError), match="subclass"):
             srcgrad.grad(fn, strict=strict)(x)
+
+
+_LATER = {"list": [np.eye(2)], "dict": {"W": np.eye(2)}}
+
+
+def _reads_a_list(x):
+    return np.sum(_LATER["list"][0] * x)
+
+
+def _reads_a_dict(x):
+    return np.sum(_LATER["dict"]["W"] * x)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("fn", [_reads_a_list, _reads_a_dict])
+def test_a_subclass_put_into_a_container_after_the_first_call_is_refused(fn, strict):
+    """The list or dict a function reads is read again at every call: a matrix put in later
+    (no name rebound) is refused, not multiplied elementwise."""
+    g, x = srcgrad.grad(fn, strict=strict), np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(g(x), np.eye(2))
+    saved = _LATER["list"][0], _LATER["dict"]["W"]
+    try:
+        _LATER["list"][0] = _LATER["dict"]["W"] = np.matrix([[1.0, 2.0], [0.0, 5.0]])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError, match="numpy.matrix"):
+                g(x)
+    finally:
+        _LATER["list"][0], _LATER["dict"]["W"] = saved
+    np.testing.assert_allclose(g(x), np.eye(2))
+
+
+def _averages(x):
+    return np.sum(np.mean([x, x * 2.0], axis=0))
+
+
+def test_the_eager_runs_refusals_are_its_own_thread_s():
+    """While an eager run shows its NumPy stand-ins in the module, another thread's np.ma
+    code of the same module runs as NumPy's."""
+    import threading
+    errors: list = []
+
+    def other() -> None:
+        for _ in range(300):
+            try:
+                np.ma.masked_invalid(np.array([1.0, np.nan])).mean()
+            except Exception as exc:  # noqa: BLE001 - what the test counts
+                errors.append(exc)
+    thread = threading.Thread(target=other)
+    thread.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(30):
+            got = srcgrad.grad(_averages)(srcgrad.tensor(np.ones(3)))
+    thread.join()
+    assert not errors
+    np.testing.assert_allclose(np.asarray(got), 1.5 * np.ones(3))

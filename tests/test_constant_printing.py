@@ -156,3 +156,24 @@ def test_constants_in_numba_kernels_keep_their_value(kind):
     source = (f"def f(y):\n    v = {KINDS[kind]}\n    return np.sum(np.exp(-(v) ** 2) * y "
               "+ v ** 2 * y - (-v) ** 2 * np.tanh(y))\n")
     _check(define(source, {"np": np}, name="f"), np.linspace(0.1, 1.0, 5000), "numba")
+
+
+_UINT8, _BIG = np.uint8(200), np.int64(2 ** 40)
+
+
+def _uint8_twice(x):
+    return x * _UINT8 * _UINT8
+
+
+def _big_twice(x):
+    return x * _BIG * _BIG
+
+
+@pytest.mark.parametrize("fn, want", [(_uint8_twice, 40000.0), (_big_twice, 2.0 ** 80)])
+def test_numpy_integer_constants_promote_with_the_gradient(fn, want):
+    """``x * K * K`` with K a NumPy integer: the gradient is K * K in floats, as the value's
+    arithmetic is (folding the seed 1.0 away once multiplied in uint8, and wrapped)."""
+    assert srcgrad.grad(fn, strict=True)(1.5) == pytest.approx(want, rel=1e-12)
+    assert srcgrad.jvp(fn, (1.5,), (1.0,), strict=True)[1] == pytest.approx(want, rel=1e-12)
+    got = srcgrad.grad(lambda v: np.sum(fn(v)), strict=True)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(got, [want, want], rtol=1e-12)
