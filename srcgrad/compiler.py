@@ -166,13 +166,13 @@ class _ModuleBuilder(ModuleParts):
         block = isinstance(callee, Function)           # a branch or loop body
         base = label or callee.name if block else label or (
             callee.__name__ if callee.__name__ != "<lambda>" else "lambda")
+        ir = callee if block else lower_function(callee)
+        self.taken |= ir.used                       # its names first: the vjp's avoids them
         name = self.vjp_names[key] = self.fresh_global(f"{base}_vjp")
         self.in_progress.append(callee)
-        ir = callee if block else lower_function(callee)
         use = use or BlockUse()
         nondiff = frozenset(ir.nondiff) | use.nondiff | {
             p for i, p in enumerate(ir.params) if i in inactive}
-        self.taken |= ir.used
         graph = build_graph(ir, [p for p in ir.params if p not in nondiff], check=False,
                             reaches=self.reaches)
         self.bind_free(ir)

@@ -76,12 +76,12 @@ class _ForwardModule(ModuleParts):
         block = isinstance(callee, Function)
         base = label or (callee.name if block else callee.__name__)
         base = "lambda" if base == "<lambda>" else base
-        name = self.names[key] = fresh_name(f"{base}_jvp", self.taken)
-        self.in_progress.append(callee)
         ir = callee if block else lower_function(callee)
         if not block:
             ir = copy.copy(ir)
-        self.taken |= ir.used
+        self.taken |= ir.used                       # its names first: the jvp's avoids them
+        name = self.names[key] = fresh_name(f"{base}_jvp", self.taken)
+        self.in_progress.append(callee)
         self.bind_free(ir)
         flat = block or bool(ir.outputs())         # a tuple: its items, then their tangents
         if flat and not block:

@@ -230,3 +230,27 @@ def test_a_numpy_function_imported_under_a_builtin_name(name):
                 numerical_grad(lambda v: float(fn(y, v)), [w.copy()], 0)]
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)
+
+
+scaled_vjp = 3.0         # the names srcgrad gives the vjp and jvp of the helper below
+scaled_jvp = 3.0
+
+
+def scaled(x):
+    return x * scaled_vjp + x * scaled_jvp
+
+
+def _reads_globals_named_like_its_derivatives(x):
+    return np.sum(np.sin(scaled(x)))
+
+
+def test_a_global_named_like_a_helpers_derivative_keeps_its_value():
+    """A helper reading globals named ``scaled_vjp`` and ``scaled_jvp``: the generated
+    functions take other names (they were refused as two values under one name)."""
+    f, x, t = _reads_globals_named_like_its_derivatives, np.array([0.3, 0.5]), np.ones(2)
+    want = 6.0 * np.cos(6.0 * x)
+    np.testing.assert_allclose(srcgrad.grad(f, strict=True)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(srcgrad.jvp(f, (x,), (t,), strict=True)[1], want.sum(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(srcgrad.hessian(f, strict=True)(x),
+                               np.diag(-36.0 * np.sin(6.0 * x)), rtol=1e-12, atol=1e-12)
