@@ -217,7 +217,7 @@ class Transform(Specialising, SafetyNet):
                     fresh = object.__new__(type(self))
                     fresh.__init__(fun, kind, wrt, backend=backend, strict=strict)
                     self.__dict__ = fresh.__dict__
-        if self._containers:          # a list or dict it reads may have been filled since
+        if self._containers or self._snapshot.arrays:   # filled or set since: read again
             reads, refusal = free_arrays(self._snapshot)
             self._reads_tensors = self._reads_tensors or reads
             if refusal is not None:

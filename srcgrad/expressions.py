@@ -76,9 +76,9 @@ class Expressions(Subscripts):
             error = _subclass_in(value, f"{ast.unparse(node)}, read by the function")
             if error is not None:              # np.matrix: its * would be read as NumPy's
                 raise NoFallback(str(error), self.src.where(node))
+            resolved(base.value, node.attr, value)     # bound now: watched; an array: checked
             if _live_state(base.value, value):
                 return self.static_expr(node, hint=node.attr)   # read when the code runs
-            resolved(base.value, node.attr, value)           # bound now: watched for changes
             return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
         if isinstance(base, Pack):
             raise self.error(f"a tuple has no attribute {node.attr!r}", node)

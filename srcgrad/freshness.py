@@ -26,6 +26,8 @@ import re
 import types
 from typing import Any
 
+import numpy as np
+
 __all__ = ["same_code", "Snapshot", "code_of_node", "RESOLVED", "resolved"]
 
 RESOLVED: contextvars.ContextVar[list | None] = contextvars.ContextVar("resolved", default=None)
@@ -34,9 +36,11 @@ bound when building (``c.act`` after ``c = cfg``, a method looked up on an insta
 
 
 def resolved(owner: Any, attr: str, value: Any) -> None:
-    """Record that the code being built bound ``owner.attr`` (to ``value``)."""
+    """Record that the code being built bound ``owner.attr`` (to ``value``), or reads it
+    when it runs (an array: its type is checked at every call, see ``Snapshot.arrays``)."""
     out = RESOLVED.get()
-    if out is not None and not isinstance(owner, types.ModuleType) and _bound_attribute(value):
+    if out is not None and not isinstance(owner, types.ModuleType) and (
+            _bound_attribute(value) or isinstance(value, np.ndarray)):
         out.append((owner, attr, value))
 
 _SKIP = {"RESUME", "PUSH_NULL", "PRECALL", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "NOP",
@@ -224,6 +228,7 @@ class Snapshot:
         self.cells: list[tuple[Any, Any, str]] = []         # (cell, value, name)
         self.names: list[tuple[dict, str, Any]] = []        # (namespace, name, value)
         self.attributes: list[tuple[Any, str, Any]] = []    # (object, attribute, value)
+        self.arrays: list[tuple[Any, str, Any]] = []   # attributes read as data when it runs
         self.defaults: list[tuple] = []   # (function, defaults, kw defaults, a copy of them)
         seen: set[int] = set()
         todo = [(f, getattr(fn, "__self__", None)) for f in [_function(fn)] if f is not None]
@@ -252,11 +257,12 @@ class Snapshot:
 
     def watch(self, attributes: list) -> None:
         """Also check attributes the compiler bound when it built (see :data:`RESOLVED`)."""
-        seen = {(id(o), a) for o, a, _ in self.attributes}
+        seen = {(id(o), a) for o, a, _ in self.attributes + self.arrays}
         for owner, attr, value in attributes:
             if (id(owner), attr) not in seen:
                 seen.add((id(owner), attr))
-                self.attributes.append((owner, attr, value))
+                kept = self.arrays if isinstance(value, np.ndarray) else self.attributes
+                kept.append((owner, attr, value))
 
     def _record_attribute(self, owner: Any, attr: str, todo: list,
                           instance: bool = False) -> None:

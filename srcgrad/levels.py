@@ -141,6 +141,7 @@ def free_arrays(snapshot: Any) -> tuple[bool, str | None]:
     values = [v for _, v, _ in snapshot.cells] + [v for _, _, v in snapshot.names]
     for _, defaults, _, kw in snapshot.defaults:
         values += [*(defaults or ()), *(kw or {}).values()]
+    values += [getattr(owner, attr, None) for owner, attr, _ in snapshot.arrays]   # now
     tensors, refusal = False, None
     for value in values:
         if not isinstance(value, (Tensor, np.ndarray, list, tuple, dict)):

@@ -362,3 +362,34 @@ def test_the_eager_runs_refusals_are_its_own_thread_s():
     thread.join()
     assert not errors
     np.testing.assert_allclose(np.asarray(got), 1.5 * np.ones(3))
+
+
+class _Holder:
+    W = None
+
+
+_HELD = _Holder()
+_HELD.W = np.eye(2)
+
+
+def _reads_an_attribute(x):
+    return np.sum(_HELD.W * x)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_subclass_set_on_an_attribute_after_the_first_call_is_refused(strict):
+    """An array attribute the compiled code reads when it runs: rebinding it to another
+    array is followed, to a matrix refused (its type is checked at every call)."""
+    g, x = srcgrad.grad(_reads_an_attribute, strict=strict), np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(g(x), np.eye(2))
+    a = np.array([[1.0, 2.0], [0.0, 5.0]])
+    try:
+        _HELD.W = a
+        np.testing.assert_allclose(g(x), a)
+        _HELD.W = np.matrix(a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError, match="numpy.matrix"):
+                g(x)
+    finally:
+        _HELD.W = np.eye(2)
