@@ -24,7 +24,7 @@ from srcgrad.codegen.backend import NUMPY, Backend
 from srcgrad.codegen.primal import COMMENT, Primal, comment, located, short_filename
 from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, assign, to_expr
 from srcgrad.codegen.symbolic import name_expr as _name
-from srcgrad.codegen.value_kinds import FLOAT, INT, block_params, function_kinds
+from srcgrad.codegen.value_kinds import FLOAT, INT, block_params, dtype_kind, function_kinds
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.primitives import unbroadcast
 
@@ -119,14 +119,9 @@ class Emitter(Primal, Accumulation):
             kinds = {p: FLOAT for p in fn.params if top and p in analysis.active
                      and p not in fn.trees and p not in fn.lists}
         for name, (_, dtype) in self.facts.items():
-            try:
-                kind = "f" if dtype is float else np.dtype(dtype).kind
-            except TypeError:
-                continue
-            if kind in "fc":
-                kinds[name] = FLOAT
-            elif kind in "biu":
-                kinds[name] = INT
+            kind = dtype_kind(dtype)
+            if kind is not None:
+                kinds[name] = kind
         return kinds
 
     def primal(self) -> list[ast.stmt]:

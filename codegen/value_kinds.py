@@ -25,7 +25,7 @@ import numpy as np
 
 from srcgrad.ir import Const, Function, Stmt, Var
 
-__all__ = ["FLOAT", "INT", "function_kinds", "block_params"]
+__all__ = ["FLOAT", "INT", "function_kinds", "block_params", "dtype_kind"]
 
 FLOAT, INT = "float", "int"
 
@@ -69,14 +69,21 @@ def function_kinds(fn: Function, params: dict[str, str]) -> dict[str, str]:
     return known
 
 
+def dtype_kind(dtype: Any) -> str | None:
+    """FLOAT or INT for a dtype (``float``, ``np.int32``, ``"f4"``), None for any other."""
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        return None
+    return FLOAT if kind in "fc" else INT if kind in "biu" else None
+
+
 def _const_kind(value: Any) -> str | None:
     if isinstance(value, (bool, int, np.integer, np.bool_)):
         return INT
     if isinstance(value, (float, complex, np.floating, np.complexfloating)):
         return FLOAT
-    if isinstance(value, np.ndarray):
-        return INT if value.dtype.kind in "biu" else FLOAT if value.dtype.kind in "fc" else None
-    return None
+    return dtype_kind(value.dtype) if isinstance(value, np.ndarray) else None
 
 
 def _kind(a: Any, known: dict[str, str]) -> str | None:
@@ -130,11 +137,7 @@ def _converted(st: Stmt, kinds: list, dtypes: dict[str, str]) -> str | None:
         return kinds[0] if st.fn.default_kind == "value" and kinds else None
     if isinstance(dtype, Var):
         return dtypes.get(dtype.name)
-    try:
-        kind = np.dtype(dtype).kind
-    except TypeError:
-        return None
-    return FLOAT if kind in "fc" else INT if kind in "biu" else None
+    return dtype_kind(dtype)
 
 
 def _returned(block: Function, known: dict[str, str], count: int) -> list:

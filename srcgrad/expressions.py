@@ -19,7 +19,7 @@ import numpy as np
 from srcgrad import lowering_tables as T
 from srcgrad.errors import NoFallback, describe
 from srcgrad.freshness import resolved
-from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var
+from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, bind_values
 from srcgrad.runtime.subclasses import subclass_error
 from srcgrad.subscripts import Subscripts
 
@@ -188,11 +188,7 @@ class Expressions(Subscripts):
             keep = name not in self.reserved or name == "math" and value is math
             alias = self.global_aliases[name] = name if keep else self.fresh_internal(name)
             self.used.add(alias)              # no later name of the generated code takes it
-        if self.free.get(alias, value) is not value:
-            raise self.error(f"two functions compiled together read different values named "
-                             f"{name!r}; srcgrad binds one value per name (rename one)",
-                             node or self.src.node)
-        self.free[alias] = value
+        bind_values(self.free, {alias: value}, self.src.where(node or self.src.node))
         return alias
 
     def note_global(self, name: str) -> str:

@@ -35,7 +35,7 @@ from srcgrad.runtime.subclasses import SubclassError, refuse_subclass
 from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["eager_transform", "eager_jvp", "eager_hessian", "eager_jacobian", "call_with",
-           "plain_error"]
+           "plain_error", "failure"]
 
 
 def _result_gradient(g: Any, original: Any, higher: bool, inside: bool) -> Any:
@@ -259,14 +259,21 @@ def _answering(what: str) -> Callable:
             except (MemoryError, CompileError, NonScalarOutput, SubclassError):
                 raise
             except Exception as exc:
-                error = plain_error(fun, list(args), None)
-                if error is not None:
-                    raise error from None
-                raise CompileError(f"the eager engine cannot compute the {what} of "
-                                   f"{getattr(fun, '__qualname__', fun)} ({type(exc).__name__}"
-                                   f": {exc})") from exc
+                error = failure(fun, list(args), exc, f"compute the {what} of")
+                raise error from (exc if isinstance(error, CompileError) else None)
         return answered
     return wrap
+
+
+def failure(fun: Any, values: list, exc: Exception, what: str, reason: str = "") -> Exception:
+    """What answers the eager engine's ``exc`` on ``values``: the plain function's own error
+    when it raises one, else a CompileError saying the engine cannot ``what`` ``fun`` (raised
+    from ``exc``)."""
+    error = plain_error(fun, values, None)
+    if error is not None:
+        return error
+    return CompileError(f"the eager engine cannot {what} {getattr(fun, '__qualname__', fun)} "
+                        f"({type(exc).__name__}: {exc}){reason}")
 
 
 @_answering("Hessian")

@@ -230,19 +230,15 @@ class Jvp:
     def _eager(self, primals: tuple, tangents: tuple, wrt: tuple) -> Any:
         """The eager engine's jvp.  Where it fails, the plain function's own error is the
         answer; if NumPy runs the call, a CompileError naming both reasons."""
-        from srcgrad.fallback import eager_jvp, plain_error
+        from srcgrad.fallback import eager_jvp, failure
         try:
             value, tangent = eager_jvp(self.fun, primals, tangents, wrt)
         except (MemoryError, CompileError):
             raise
         except Exception as exc:
-            error = plain_error(self.fun, list(primals), None)
-            if error is not None:
-                raise error from None
-            name = getattr(self.fun, "__qualname__", self.fun)
-            reason = self.fallback_reason or "it runs on the eager engine"
-            raise CompileError(f"the eager engine cannot run jvp of {name} either "
-                               f"({type(exc).__name__}: {exc}); {reason}") from exc
+            reason = f"; {self.fallback_reason}" if self.fallback_reason else ""
+            error = failure(self.fun, list(primals), exc, "run the jvp of", reason)
+            raise error from (exc if isinstance(error, CompileError) else None)
         return tangent if self.tangent_only else (value, tangent)
 
 

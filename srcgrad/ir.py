@@ -35,9 +35,9 @@ import numpy as np
 
 from srcgrad.errors import CompileError, Location
 
-__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "bind_free", "Pack", "Tree",
-           "Closure", "constant", "const_expr", "value_expr", "literal", "GENERATED",
-           "is_generated"]
+__all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "bind_free",
+           "bind_values", "Pack", "Tree", "Closure", "constant", "const_expr", "value_expr",
+           "literal", "GENERATED", "is_generated"]
 
 
 @dataclass(frozen=True)
@@ -265,9 +265,14 @@ def literal(value: Any) -> bool:
 def bind_free(free: dict[str, Any], ir: Function) -> None:
     """Add ``ir.free`` (the user's values its code reads, by name) to ``free``, a module's;
     a name already bound to another value is a CompileError at ``ir``'s definition."""
-    for name, value in ir.free.items():
+    bind_values(free, ir.free, Location(ir.filename, ir.firstline, 0, 0, "", ir.name))
+
+
+def bind_values(free: dict[str, Any], values: dict[str, Any], where: Location | None) -> None:
+    """Add ``values`` to ``free``, the names a generated module binds; a name already bound to
+    another value is a CompileError at ``where`` (one value per name in a module)."""
+    for name, value in values.items():
         if free.setdefault(name, value) is not value:
             raise CompileError(f"two functions compiled together read different values named "
                                f"{name!r}; srcgrad binds one value per name in a generated "
-                               "module (rename one)",
-                               Location(ir.filename, ir.firstline, 0, 0, "", ir.name))
+                               "module (rename one)", where)

@@ -138,10 +138,8 @@ def free_arrays(snapshot: Any) -> tuple[bool, str | None]:
     reaches) hold: whether a Tensor (the compiled code would take it as a constant, cut from
     its graph: such a function runs eagerly), and the refusal of an ndarray subclass among
     them (None: none), as an argument's would be."""
-    values = [v for _, v, _ in snapshot.cells] + [v for _, _, v in snapshot.names]
-    for _, defaults, _, kw in snapshot.defaults:
-        values += [*(defaults or ()), *(kw or {}).values()]
-    values += [getattr(owner, attr, None) for owner, attr, _ in snapshot.arrays]   # now
+    values = _free_values(snapshot) + [getattr(owner, attr, None)   # as they are now
+                                       for owner, attr, _ in snapshot.arrays]
     tensors, refusal = False, None
     for value in values:
         if not isinstance(value, (Tensor, np.ndarray, list, tuple, dict)):
@@ -157,10 +155,15 @@ def holds_containers(snapshot: Any) -> bool:
     """Whether a function's free values include a list, tuple or dict: its contents may
     change without rebinding a name (a Tensor or an ndarray subclass put in later), so
     :func:`free_arrays` reads them again at every call."""
+    return any(isinstance(v, (list, tuple, dict)) for v in _free_values(snapshot))
+
+
+def _free_values(snapshot: Any) -> list:
+    """The values of a function's closure cells, globals and defaults (its helpers' too)."""
     values = [v for _, v, _ in snapshot.cells] + [v for _, _, v in snapshot.names]
     for _, defaults, _, kw in snapshot.defaults:
         values += [*(defaults or ()), *(kw or {}).values()]
-    return any(isinstance(v, (list, tuple, dict)) for v in values)
+    return values
 
 
 def eager_call(snapshot: Any, values: list, split: int | None = None) -> tuple[list, bool]:
