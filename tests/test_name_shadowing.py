@@ -130,14 +130,14 @@ def test_every_name_a_generated_module_needs_is_reserved_or_its_own(backend):
 @functools.cache
 def _names() -> list[str]:
     """Every name the generated modules of a program with loops bind or read (its helpers,
-    its own functions), the backends' module names, and every fourth other reserved name."""
+    its own functions), the backends' module names, and every eighth other reserved name."""
     fn, args = next(_corpus())
     needed = {"dispatch", "locals", "min", "max", "da", "numba", "njit", "prange", "math",
               "np", "f_grad", "f_vjp", "d_y", "g", "total"}
     for text in _sources(fn, args, "numpy"):
         bound, read = _module_names(text)
         needed |= bound | read
-    names = needed | set(sorted(RESERVED - needed)[::4])
+    names = needed | set(sorted(RESERVED - needed)[::8])
     return sorted(n for n in names if n.isidentifier() and not keyword.iskeyword(n)
                   and not n.startswith("__") and n not in fn.__globals__.keys() - RESERVED)
 
