@@ -20,14 +20,14 @@ import sys
 import types
 from typing import Any
 
-from srcgrad.codegen.backend import NUMPY, Backend, as_backend
-from srcgrad.codegen.fusion import find_regions
-from srcgrad.codegen.library_calls import callers, check_function, check_helper
-from srcgrad.codegen.passes import drop_empty_comments, hoist_shapes, inline_single_use
-from srcgrad.codegen.primal import COMMENT, is_comment
+from srcgrad.codegen.backends.base import NUMPY, Backend, as_backend
+from srcgrad.codegen.backends.dask.library_calls import callers, check_function, check_helper
+from srcgrad.codegen.backends.fusion.partition import find_regions
+from srcgrad.codegen.emit.primal import COMMENT, is_comment
+from srcgrad.codegen.emit.symbolic import helper_sources
+from srcgrad.codegen.passes.cleanup import drop_empty_comments, hoist_shapes, inline_single_use
+from srcgrad.codegen.passes.reuse import reuse_buffers
 from srcgrad.codegen.printer import unparse
-from srcgrad.codegen.reuse import reuse_buffers
-from srcgrad.codegen.symbolic import helper_sources
 from srcgrad.ir import GENERATED, is_generated
 
 __all__ = ["render", "load"]
@@ -173,7 +173,7 @@ def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = N
     specialised module, whose kernels may need a real file (numba's on-disk cache); those
     are written to one and imported from it."""
     if fused and getattr(as_backend(backend).kernels, "file_backed", False):
-        from srcgrad.codegen.kernel_files import load_from_file
+        from srcgrad.codegen.backends.numba.kernel_files import load_from_file
         return load_from_file(text, label, free)
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]
     filename = f"<srcgrad {label} {digest}>"

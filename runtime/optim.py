@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime import grad_mode
-from srcgrad.runtime.tensor import Tensor, zero_grads
+from srcgrad.runtime.eager import grad_mode
+from srcgrad.runtime.eager.tensor import Tensor, zero_grads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"]
 

@@ -1,21 +1,17 @@
 """srcgrad: source-transformation automatic differentiation for Python and NumPy.
 
 ``srcgrad.grad`` and friends compile a NumPy function's gradient ahead of time into readable
-source (``srcgrad.api``); ``srcgrad.Tensor`` is PyTorch's eager autograd over NumPy
+source (``srcgrad.transforms.grad``); ``srcgrad.Tensor`` is PyTorch's eager autograd over NumPy
 (``srcgrad.runtime``).  Both use one table of derivative rules.
 """
 
 from srcgrad import autograd, cuda, linalg, nn, optim, viz
-from srcgrad.api import Transform, grad, show, value_and_grad, vjp
-from srcgrad.compiled import compile
 from srcgrad.errors import CompileError, FallbackWarning
-from srcgrad.forward_api import jvp
-from srcgrad.jacobians import hessian, jacfwd, jacrev
-from srcgrad.runtime import ops as _ops  # noqa: F401  (installs Tensor's operations)
-from srcgrad.runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from srcgrad.runtime.device import device
-from srcgrad.runtime.dtypes import bool_ as bool  # noqa: A004
-from srcgrad.runtime.dtypes import (
+from srcgrad.runtime.eager import ops as _ops  # noqa: F401  (installs Tensor's operations)
+from srcgrad.runtime.eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from srcgrad.runtime.eager.dtypes import bool_ as bool  # noqa: A004
+from srcgrad.runtime.eager.dtypes import (
     dtype,
     float16,
     float32,
@@ -28,7 +24,7 @@ from srcgrad.runtime.dtypes import (
     set_default_dtype,
     uint8,
 )
-from srcgrad.runtime.factories import (
+from srcgrad.runtime.eager.factories import (
     arange,
     as_tensor,
     empty,
@@ -52,8 +48,8 @@ from srcgrad.runtime.factories import (
     zeros,
     zeros_like,
 )
-from srcgrad.runtime.functions import *  # noqa: F403
-from srcgrad.runtime.grad_mode import (
+from srcgrad.runtime.eager.functions import *  # noqa: F403
+from srcgrad.runtime.eager.grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -61,12 +57,16 @@ from srcgrad.runtime.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from srcgrad.runtime.linalg import einsum
-from srcgrad.runtime.ops import where
-from srcgrad.runtime.primitives import defvjp, primitive
+from srcgrad.runtime.eager.linalg import einsum
+from srcgrad.runtime.eager.ops import where
+from srcgrad.runtime.eager.tensor import Size, Tensor
+from srcgrad.runtime.eager.views import cat, stack
 from srcgrad.runtime.rules import stop_gradient
-from srcgrad.runtime.tensor import Size, Tensor
-from srcgrad.runtime.views import cat, stack
+from srcgrad.runtime.rules.primitives import defvjp, primitive
+from srcgrad.transforms.compile import compile
+from srcgrad.transforms.grad import Transform, grad, show, value_and_grad, vjp
+from srcgrad.transforms.jacobians import hessian, jacfwd, jacrev
+from srcgrad.transforms.jvp import jvp
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001

@@ -1,8 +1,8 @@
-"""``python -m srcgrad``: see :mod:`srcgrad.cli`."""
+"""``python -m srcgrad``: see :mod:`srcgrad.tools.cli`."""
 
 import sys
 
-from srcgrad.cli import main
+from srcgrad.tools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,7 @@
-"""``srcgrad.linalg``: PyTorch's ``torch.linalg`` names (see :mod:`srcgrad.runtime.linalg`)."""
+"""``srcgrad.linalg``: PyTorch's ``torch.linalg`` names (:mod:`srcgrad.runtime.eager.linalg`)."""
 
-from srcgrad.runtime.linalg import *  # noqa: F403
-from srcgrad.runtime.linalg import __all__
+from srcgrad.runtime.eager.linalg import *  # noqa: F403
+from srcgrad.runtime.eager.linalg import __all__
 
 
 def __getattr__(name: str) -> None:

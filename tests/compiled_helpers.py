@@ -10,7 +10,7 @@ import numpy as np
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 _counter = itertools.count()
 

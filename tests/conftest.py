@@ -31,7 +31,7 @@ def numerical_grad(f, arrays, k, eps=1e-6):
 def vectorised_math_at_every_size():
     """Small numba kernels calling the vectorisable math functions all the same (by default
     only domains of ``VECTORISED_MIN`` elements or more do)."""
-    from srcgrad.codegen import numba_kernels
+    from srcgrad.codegen.backends.numba import kernels as numba_kernels
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(numba_kernels, "VECTORISED_MIN", 0)
         yield

@@ -156,7 +156,7 @@ def check_jvp(program: Program, folder: Path) -> tuple[str, str]:
     engine's, as ``program_generator.check`` classifies the gradient: ``correct``,
     ``refused``, ``inconclusive`` or one of ``FAILURES``/``DEAD_ENDS``."""
     import srcgrad
-    from srcgrad.fallback import eager_jvp
+    from srcgrad.transforms.fallback import eager_jvp
 
     fn = load(program, folder)
     saved = program.args

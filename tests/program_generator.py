@@ -725,7 +725,7 @@ def check(program: Program, folder: Path) -> tuple[str, str]:
     ``fallback error`` (refused, and the eager fallback raises what NumPy does not).
     ``correct`` carries a detail when the eager engine alone fails (compiled was right)."""
     import srcgrad
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
 
     fn = load(program, folder)
     saved = program.args               # stays as drawn: the caller's copies are compared to it

@@ -17,7 +17,7 @@ from compiled_helpers import define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 A = np.array([1.0, -2.0, 3.0])
 

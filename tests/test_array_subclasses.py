@@ -20,7 +20,7 @@ import numpy.ma.mrecords  # noqa: F401  (a public module of NumPy's, imported on
 import pytest
 
 import srcgrad
-from srcgrad.runtime.subclasses import PLAIN_SUBCLASSES
+from srcgrad.runtime.eager.subclasses import PLAIN_SUBCLASSES
 
 
 def _public_subclasses() -> set[type]:

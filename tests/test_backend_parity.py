@@ -38,13 +38,13 @@ from parity_cases import (
 )
 
 import srcgrad
-from srcgrad.cli import main as cli
 from srcgrad.ir import GENERATED
+from srcgrad.tools.cli import main as cli
 
 KERNEL_FLOORS = {"rule": 45, "random": 5}
 """How many cases of a family must have run kernels, for each backend (numba and CuPy: 53 and
 52 of the rule table's 280 primitives, 8 and 7 of 120 random programs, when this was written;
-control flow and lists are not specialised: srcgrad.shapes.shapes_follow_from_inputs)."""
+control flow and lists are not specialised: srcgrad.analysis.shapes.shapes_follow_from_inputs)."""
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,13 @@ import pytest
 from compiled_helpers import define
 
 import srcgrad
-from srcgrad import compiler, specialise
+from srcgrad.build import reverse as compiler
 from srcgrad.errors import CompileError
-from srcgrad.frontend import Env, parse_function
+from srcgrad.frontend.lower import Lowerer
+from srcgrad.frontend.parse import Env, parse_function
+from srcgrad.frontend.scope_index import Scope
 from srcgrad.ir import Stmt, Var
-from srcgrad.lower import Lowerer
-from srcgrad.scope_index import Scope
+from srcgrad.transforms import specialise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from build_time import SHAPES  # noqa: E402
@@ -72,9 +73,9 @@ def _profiled(f, stage: str) -> dict[tuple[str, str], int]:
 
 
 # Known quadratic work outside this module's files, to be made linear by their owners:
-# srcgrad/sharing.py check_block_writes scans the whole scope for each block that writes in
+# srcgrad/frontend/sharing.py check_block_writes scans the whole scope for each block that writes in
 # place (``self.holders(skip=name)``; ``self.holders_of(mine, skip=name)`` is linear), and
-# codegen/reverse.py ``cotangent`` scans the whole body for each tuple-valued statement.
+# codegen/emit/reverse.py ``cotangent`` scans the whole body for each tuple-valued statement.
 _QUADRATIC_ELSEWHERE = {("loops", "grad")}
 
 

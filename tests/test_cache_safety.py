@@ -20,7 +20,11 @@ import warnings
 import numpy as np
 import pytest
 
-from srcgrad.codegen.kernel_files import KernelCacheWarning, load_from_file, module_file
+from srcgrad.codegen.backends.numba.kernel_files import (
+    KernelCacheWarning,
+    load_from_file,
+    module_file,
+)
 
 pytest.importorskip("numba")
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from srcgrad import cli
+from srcgrad.tools import cli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAY = "open(MARKER, 'w')"

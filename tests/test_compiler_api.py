@@ -81,7 +81,7 @@ def test_pytree_gradients_have_the_same_structure():
     assert set(g) == {"layer", "scale"} and isinstance(g["layer"], tuple)
     assert g["layer"][0].shape == (3, 2) and type(g["scale"]) is float
     eager = srcgrad.grad(model)
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     ref = eager_transform(model, "grad", [params, X], (0,), True)
     np.testing.assert_allclose(g["layer"][0], ref["layer"][0])
     assert g["scale"] == pytest.approx(ref["scale"])
@@ -155,7 +155,7 @@ def test_user_rule_is_used_by_the_compiler():
         assert "softclip(x)" in g.source
         np.testing.assert_allclose(g(np.array([0.3, -0.2])), 2 / np.cosh([0.3, -0.2]) ** 2)
     finally:
-        from srcgrad.runtime.primitives import NUMPY_BINDINGS, PRIMITIVES
+        from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS, PRIMITIVES
         PRIMITIVES.pop(prim.name)
         NUMPY_BINDINGS.pop(softclip)
 

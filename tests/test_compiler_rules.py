@@ -12,7 +12,7 @@ from conftest import numerical_grad
 from rule_samples import SAMPLES
 
 import srcgrad
-from srcgrad.runtime.primitives import PRIMITIVES
+from srcgrad.runtime.rules.primitives import PRIMITIVES
 
 DIFFERENTIABLE = sorted(name for name, p in PRIMITIVES.items() if p.differentiable)
 
@@ -62,7 +62,7 @@ def test_compiled_gradient_matches_eager_and_finite_differences(name):
     args = [np.array(inputs[k], copy=True) for k in diff]
     compiled = srcgrad.grad(fn, wrt=tuple(range(len(diff))), strict=True)
     got = compiled(*args)
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     eager = eager_transform(fn, "grad", args, tuple(range(len(diff))), False)
     for k, (g, e) in enumerate(zip(got, eager)):
         assert g.shape == args[k].shape and g.dtype == args[k].dtype

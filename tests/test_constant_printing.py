@@ -22,7 +22,7 @@ from compiled_helpers import define
 
 import srcgrad
 from srcgrad.codegen.printer import literal_node, unparse
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 NUMBERS = [-0.7, 0.7, -2, 2, -0.0, 0.0, math.inf, -math.inf, 1e-300, -1e-300, 1e300, -3e300,
            2 ** 70, -(2 ** 70), True, False]

@@ -313,7 +313,7 @@ def test_a_dict_of_parameters_read_in_loops_and_branches():
               "layers": [rng.uniform(0.5, 1.5, 3), rng.uniform(0.5, 1.5, 3)]}
     xs = rng.normal(size=4)
     got = srcgrad.grad(fn, strict=True)(params, xs)
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     eager = eager_transform(fn, "grad", [params, xs], (0,), True)
 
     def leaf_fd(get, put):

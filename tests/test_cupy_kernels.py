@@ -16,8 +16,18 @@ import pytest
 from cupy_standin import CUPY, CError, ElementwiseKernel, ReductionKernel, cuda_source
 
 import srcgrad
-from srcgrad.codegen.cupy_kernels import CUPY_KERNELS, Unsupported, supports
-from srcgrad.codegen.regions import Apply, Let, Lit, Note, Reduce, Ref, Region, Update, Value
+from srcgrad.codegen.backends.cupy.kernels import CUPY_KERNELS, Unsupported, supports
+from srcgrad.codegen.backends.fusion.regions import (
+    Apply,
+    Let,
+    Lit,
+    Note,
+    Reduce,
+    Ref,
+    Region,
+    Update,
+    Value,
+)
 
 F, B, I8 = np.dtype(np.float64), np.dtype(np.bool_), np.dtype(np.int64)
 
@@ -285,7 +295,7 @@ GRADIENTS = {"chain": (chain, (rng.normal(size=50),)),
 
 @pytest.mark.parametrize("name", GRADIENTS)
 def test_gradients_with_the_kernels_equal_numpys(name, monkeypatch):
-    pytest.importorskip("srcgrad.codegen.fusion")
+    pytest.importorskip("srcgrad.codegen.backends.fusion.partition")
     monkeypatch.setitem(sys.modules, "cupy", CUPY)
     f, args = GRADIENTS[name]
     g = srcgrad.grad(f, wrt=tuple(range(len(args))) if len(args) > 1 else 0, backend="cupy")

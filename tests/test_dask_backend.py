@@ -16,8 +16,8 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 import srcgrad  # noqa: E402
-from srcgrad.cli import main as cli  # noqa: E402
 from srcgrad.errors import MissingBackend  # noqa: E402
+from srcgrad.tools.cli import main as cli  # noqa: E402
 
 RNG = np.random.default_rng(0)
 XN = RNG.normal(size=(96, 5))

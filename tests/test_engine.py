@@ -102,7 +102,7 @@ def test_defvjp_registers_a_user_rule_for_both_modes():
     def softclip(x):
         return np.tanh(x) * 2
 
-    from srcgrad.runtime.primitives import NUMPY_BINDINGS, PRIMITIVES
+    from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS, PRIMITIVES
     prim = srcgrad.defvjp(softclip, lambda g, ans, x: g * (2 - ans * ans / 2), nin=1)
     try:
         t = srcgrad.tensor([0.3, -0.2], dtype=srcgrad.float64, requires_grad=True)
@@ -128,7 +128,7 @@ def test_thread_local_grad_mode():
 
 
 def test_detect_anomaly_warning_shows_the_forward_line():
-    from srcgrad.runtime.anomaly import detect_anomaly
+    from srcgrad.runtime.eager.anomaly import detect_anomaly
     x = srcgrad.tensor([0.0, 1.0], requires_grad=True)
     with pytest.warns(UserWarning) as caught, detect_anomaly():
         y = x.sqrt()  # the forward call the warning must show

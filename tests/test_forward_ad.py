@@ -9,10 +9,10 @@ from conftest import needs_torch
 
 import srcgrad
 import srcgrad.autograd.forward_ad as fw
-from srcgrad.runtime import forward_ad as forward_ad_module
-from srcgrad.runtime import tensor as tensor_module
-from srcgrad.runtime.ndarray import Array
-from srcgrad.runtime.tensor import Tensor
+from srcgrad.runtime.eager import forward_ad as forward_ad_module
+from srcgrad.runtime.eager import tensor as tensor_module
+from srcgrad.runtime.eager.ndarray import Array
+from srcgrad.runtime.eager.tensor import Tensor
 
 pytestmark = needs_torch
 torch = pytest.importorskip("torch")

@@ -15,9 +15,9 @@ import pytest
 from rule_samples import SAMPLES
 
 import srcgrad
-from srcgrad.codegen.symbolic import Sym, SymbolicError, Tracer, helper_sources
-from srcgrad.runtime.forward_rules import forward_kind
-from srcgrad.runtime.primitives import PRIMITIVES, Primitive, unbroadcast
+from srcgrad.codegen.emit.symbolic import Sym, SymbolicError, Tracer, helper_sources
+from srcgrad.runtime.rules.forward_rules import forward_kind
+from srcgrad.runtime.rules.primitives import PRIMITIVES, Primitive, unbroadcast
 
 ALL = sorted(PRIMITIVES)
 DIFFERENTIABLE = [name for name in ALL if PRIMITIVES[name].differentiable]

@@ -33,7 +33,7 @@ from oracle_cases import TABLE, Case, _namespaces, cases_for, key_of
 
 import srcgrad
 from srcgrad.errors import CompileError
-from srcgrad.runtime.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
 
 BOUND = sorted({key_of(fun) for fun in NUMPY_BINDINGS})
 
@@ -162,5 +162,5 @@ ZERO_DERIVATIVE = {
 
 
 def test_every_primitive_without_a_rule_has_a_zero_derivative():
-    from srcgrad.runtime.primitives import PRIMITIVES
+    from srcgrad.runtime.rules.primitives import PRIMITIVES
     assert {n for n, p in PRIMITIVES.items() if not p.differentiable} == ZERO_DERIVATIVE

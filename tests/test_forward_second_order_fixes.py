@@ -277,7 +277,7 @@ def test_the_jvp_of_a_dead_branch_runs_its_block_alone(modules):
 def test_a_hessian_that_cannot_compile_falls_back_to_the_eager_engine(modules, monkeypatch):
     """strict=False: a refused (or failing) compiled Hessian gives the eager engine's Hessian
     of the function itself, with a FallbackWarning; strict=True raises the CompileError."""
-    from srcgrad import jacobians
+    from srcgrad.transforms import jacobians
 
     def refused(*args, **kwargs):
         raise srcgrad.CompileError("refused for the test")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.freshness import Snapshot, same_code
+from srcgrad.frontend.freshness import Snapshot, same_code
 from tests.conftest import numerical_grad
 
 X = np.array([0.5, -1.5, 2.0])

@@ -1,4 +1,5 @@
-"""The fusion pass (codegen/fusion.py) and the plumbing that hands a backend's kernel emitter
+"""The fusion pass (codegen/backends/fusion/partition.py) and the plumbing that hands a backend's
+kernel emitter
 the regions of its shape-specialised modules (issue 11).
 
 The pass is checked on the specialised main functions of real gradients (caught on their way
@@ -18,11 +19,11 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.codegen import backend as backends
 from srcgrad.codegen import module
-from srcgrad.codegen.backend import NUMBA, Backend, as_backend
-from srcgrad.codegen.fusion import find_regions
-from srcgrad.codegen.regions import Apply, Let, Lit, Note, Reduce, Ref, Update
+from srcgrad.codegen.backends import base as backends
+from srcgrad.codegen.backends.base import NUMBA, Backend, as_backend
+from srcgrad.codegen.backends.fusion.partition import find_regions
+from srcgrad.codegen.backends.fusion.regions import Apply, Let, Lit, Note, Reduce, Ref, Update
 from srcgrad.errors import MissingBackend
 
 F64, BOOL, F32 = np.dtype(np.float64), np.dtype(np.bool_), np.dtype(np.float32)

@@ -15,9 +15,9 @@ from compiled_helpers import check_three_ways, define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
 from srcgrad.runtime.rules.lists import array_list, stack_list
 from srcgrad.runtime.rules.matrices import norm_grad
+from srcgrad.transforms.fallback import eager_transform
 
 X = np.array([0.3, -0.7, 1.1])
 

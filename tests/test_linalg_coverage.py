@@ -17,7 +17,7 @@ from compiled_helpers import define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 SEED = 0
 _rng = np.random.default_rng(808)

@@ -248,7 +248,7 @@ def test_the_fallback_vjp_of_a_list_result_agrees():
     x = np.array([0.3, -0.4])
     cotangent = ([np.ones(2), np.full(2, 2.0), np.full(2, 3.0)], 0.5)
     compiled = srcgrad.vjp(fn, x, 3, strict=True)[1](cotangent)[0]
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     eager = eager_transform(fn, "vjp", [x, 3], (0, 1), False)[1](cotangent)[0]
     np.testing.assert_allclose(compiled, np.cos(x) * 14 + 0.5)
     np.testing.assert_allclose(eager, compiled)

@@ -256,7 +256,7 @@ def test_invariants_computed_from_constants(t):
 
 def test_an_update_in_place_of_a_view_stores_every_value():
     """find_reuse reuses nothing where the adjoint adds into a view of an invariant."""
-    from srcgrad.codegen.loop_invariants import find_reuse
+    from srcgrad.codegen.backends.numba.loop_invariants import find_reuse
 
     forward = ast.parse("w_T = w.T\nxs_at = xs[t]\nh_1 = w_T @ h + xs_at").body
     backward = ast.parse("d_h = g @ w_T.T\nd_w = d_h").body

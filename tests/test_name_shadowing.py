@@ -24,9 +24,9 @@ from conftest import numerical_grad
 from program_generator import generate
 
 import srcgrad
-from srcgrad import pytree
-from srcgrad.compiler import RESERVED
-from srcgrad.fallback import eager_transform
+from srcgrad.build.reverse import RESERVED
+from srcgrad.transforms import pytree
+from srcgrad.transforms.fallback import eager_transform
 
 # ------------------------------------------------------------------------ what modules need
 _LOOPS = """

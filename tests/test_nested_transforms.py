@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.levels import nested
+from srcgrad.transforms.levels import nested
 
 jax.config.update("jax_enable_x64", True)
 

@@ -14,9 +14,9 @@ import pytest
 from test_numba_kernels import B1, F8, I8, ap, module_text, reference, region
 
 import srcgrad
-from srcgrad.codegen.kernel_files import load_from_file
-from srcgrad.codegen.numba_kernels import NUMBA_KERNELS, PARALLEL_MIN, ROW, Unsupported
-from srcgrad.codegen.regions import Let, Lit, Reduce, Ref, Update, Value
+from srcgrad.codegen.backends.fusion.regions import Let, Lit, Reduce, Ref, Update, Value
+from srcgrad.codegen.backends.numba.kernel_files import load_from_file
+from srcgrad.codegen.backends.numba.kernels import NUMBA_KERNELS, PARALLEL_MIN, ROW, Unsupported
 
 pytestmark = pytest.mark.usefixtures("vectorised_math_at_every_size")
 """The kernels here are small: they call the vectorisable functions all the same."""

@@ -18,15 +18,25 @@ import warnings
 import numpy as np
 import pytest
 
-from srcgrad.codegen.kernel_files import load_from_file, module_file
-from srcgrad.codegen.numba_kernels import (
+from srcgrad.codegen.backends.fusion.regions import (
+    Apply,
+    Let,
+    Lit,
+    Note,
+    Reduce,
+    Ref,
+    Region,
+    Update,
+    Value,
+)
+from srcgrad.codegen.backends.numba.kernel_files import load_from_file, module_file
+from srcgrad.codegen.backends.numba.kernels import (
     NUMBA_KERNELS,
     PARALLEL_MIN,
     SUPPORTED,
     Unsupported,
     supports,
 )
-from srcgrad.codegen.regions import Apply, Let, Lit, Note, Reduce, Ref, Region, Update, Value
 from srcgrad.ir import GENERATED
 
 F8, B1, I8 = np.dtype(np.float64), np.dtype(bool), np.dtype(np.int64)

@@ -1,4 +1,5 @@
-"""The vectorisable float64 functions of the numba kernels (codegen/numba_math.py, issue 11):
+"""The vectorisable float64 functions of the numba kernels (codegen/backends/numba/libm.py, issue
+11):
 their error against the exact result and against NumPy, NaN, infinities, signed zeros,
 overflow and underflow, jitted and as plain Python (the same values); the kernels that call
 them: loops that vectorise, libm's sin and cos for arguments beyond 2**20, reductions by
@@ -14,10 +15,11 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.codegen import numba_kernels, numba_math
-from srcgrad.codegen.numba_kernels import NUMBA_KERNELS, ROW
-from srcgrad.codegen.numba_math import HELPERS, NEAR, SPELLINGS, definitions, spelling
-from srcgrad.codegen.regions import Apply, Let, Reduce, Ref, Region, Update, Value
+from srcgrad.codegen.backends.fusion.regions import Apply, Let, Reduce, Ref, Region, Update, Value
+from srcgrad.codegen.backends.numba import kernels as numba_kernels
+from srcgrad.codegen.backends.numba import libm as numba_math
+from srcgrad.codegen.backends.numba.kernels import NUMBA_KERNELS, ROW
+from srcgrad.codegen.backends.numba.libm import HELPERS, NEAR, SPELLINGS, definitions, spelling
 
 pytestmark = pytest.mark.usefixtures("vectorised_math_at_every_size")
 """The kernels here are small: they call the vectorisable functions all the same."""
@@ -185,7 +187,7 @@ def ap(func, *names):
 
 def _run(region, args, tmp_path, monkeypatch):
     """The region's kernel (in a module as the numba backend writes one) on ``args``."""
-    from srcgrad.codegen.kernel_files import load_from_file
+    from srcgrad.codegen.backends.numba.kernel_files import load_from_file
     monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path))
     text = "\n\n\n".join(["import numpy as np", "\n".join(NUMBA_KERNELS.prelude()),
                           NUMBA_KERNELS.kernel(region)]) + "\n"

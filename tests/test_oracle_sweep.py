@@ -22,8 +22,8 @@ from compiled_helpers import define
 from oracle_cases import TABLE, Case, _namespaces, cases_for, key_of
 
 import srcgrad
-from srcgrad.fallback import eager_transform
-from srcgrad.runtime.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
+from srcgrad.transforms.fallback import eager_transform
 
 BOUND = {key_of(fun): fun for fun in list(NUMPY_BINDINGS)}
 

@@ -120,7 +120,7 @@ def test_dict_loops_follow_insertion_order(loop):
 
 
 def test_pytree_structure_keeps_insertion_order():
-    from srcgrad import pytree
+    from srcgrad.transforms import pytree
     tree = {"b": 1.0, "a": [2.0, {"d": 3.0, "c": 4.0}]}
     leaves, structure = pytree.flatten(tree)
     assert leaves == [2.0, 3.0, 4.0, 1.0] or leaves == [2.0, 4.0, 3.0, 1.0]

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import srcgrad
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 UNARY = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.exp({} * 0.3)", "np.sqrt({} ** 2 + 1)",
          "np.log1p({} ** 2)", "-{}", "{} ** 2", "np.abs({}) + 0.5", "np.arctan({})"]

@@ -1,4 +1,4 @@
-"""Buffer reuse in the NumPy backend's shape-specialised modules (codegen/reuse.py).
+"""Buffer reuse in the NumPy backend's shape-specialised modules (codegen/passes/reuse.py).
 
 The pass on hand-written functions and facts: each rewrite it makes, and each condition under
 which it must not write into a buffer (an alias, a view, a parameter, a later read, a
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.codegen.reuse import reuse_buffers
-from srcgrad.specialise import shape_facts
+from srcgrad.codegen.passes.reuse import reuse_buffers
+from srcgrad.transforms.specialise import shape_facts
 
 F8, F4, I8, B = (np.dtype(t) for t in (np.float64, np.float32, np.int64, bool))
 

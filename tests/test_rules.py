@@ -13,8 +13,8 @@ from conftest import needs_torch, numerical_grad
 from rule_samples import NO_SECOND_ORDER, SAMPLES, torch_equivalents
 
 import srcgrad
-from srcgrad.runtime.primitives import PRIMITIVES
 from srcgrad.runtime.rules.lists import PRINTED_AS
+from srcgrad.runtime.rules.primitives import PRIMITIVES
 
 LISTS = sorted(p.name for p in PRINTED_AS)
 DIFFERENTIABLE = sorted(name for name, p in PRIMITIVES.items() if p.differentiable

@@ -15,7 +15,7 @@ from compiled_helpers import define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None

@@ -14,8 +14,8 @@ import pytest
 from compiled_helpers import define
 
 import srcgrad
-import srcgrad.compiler as compiler
-import srcgrad.lower as lower
+import srcgrad.build.reverse as compiler
+import srcgrad.frontend.lower as lower
 
 A = np.array([0.5, -1.0, 2.0])
 
@@ -125,7 +125,7 @@ def test_a_vjp_backward_that_raises_falls_back():
         return np.sin(x) * y
 
     value, back = srcgrad.vjp(f, A, 2 * A)
-    transform = srcgrad.api._VJP_CACHE[(f, "numpy", False)]
+    transform = srcgrad.transforms.grad._VJP_CACHE[(f, "numpy", False)]
 
     def raising_backward(*args):
         def backward(g):

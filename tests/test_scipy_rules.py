@@ -17,7 +17,7 @@ from conftest import numerical_grad
 
 import srcgrad
 from srcgrad.errors import CompileError
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms.fallback import eager_transform
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("scipy") is None,
                                 reason="SciPy is not installed")

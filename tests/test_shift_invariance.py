@@ -1,4 +1,5 @@
-"""Shift invariance (srcgrad/shift.py): the ``max`` of a logsumexp or a softmax gets no adjoint,
+"""Shift invariance (srcgrad/analysis/shift.py): the ``max`` of a logsumexp or a softmax gets no
+adjoint,
 and a value the result does depend on always keeps its own.
 
 Every case's gradient is compared with central differences and with JAX (``np`` rebound to
@@ -15,8 +16,8 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad.compiler import lower_function
-from srcgrad.graph import analyse, build_graph
+from srcgrad.analysis.graph import analyse, build_graph
+from srcgrad.build.reverse import lower_function
 
 HAS_JAX = importlib.util.find_spec("jax") is not None
 
@@ -345,7 +346,7 @@ def lse_about_the_mean(x):
 def test_a_mean_keeps_its_adjoint_where_exp_may_overflow():
     # x - mean(x) does not keep exp from overflowing: there the mean's adjoint is NaN, and
     # dropping it would change which entries of the gradient are NaN
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     x = np.array([[0.0, 2000.0], [1.0, 2.0]])
     with np.errstate(all="ignore"):
         got = srcgrad.grad(lse_about_the_mean)(x)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad import lowering_tables as T
+from srcgrad.frontend.tables import constructs as T
 from tests.conftest import numerical_grad
 
 A = np.array([0.3, -1.2, 2.0])
@@ -442,7 +442,7 @@ def test_generators_and_coroutines_are_refused(f, strict):
 
 
 def test_parse_refuses_generators():
-    from srcgrad.frontend import parse_function
+    from srcgrad.frontend.parse import parse_function
     with pytest.raises(srcgrad.CompileError, match="generator"):
         parse_function(gen)
 
@@ -604,7 +604,7 @@ _W33 = np.arange(9.0).reshape(3, 3) - 3.5
 def test_tril_triu_of_a_1d_array(fn, k):
     """Of a 1-D array NumPy builds a square matrix of repeated rows: the gradient sums them,
     compiled (strict) and eager alike."""
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
 
     def f(b):
         return np.sum(fn(b, k) ** 2 * _W33)
@@ -668,7 +668,7 @@ def m_nonzero(b):
 def test_array_methods_match_numpy(f):
     """``.all``, ``.any``, ``.argsort``, ``.cumprod``, ``.diagonal``, ``.round``, ``.nonzero``:
     compiled == eager == finite differences."""
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     expected = _fd(f, A)
     np.testing.assert_allclose(srcgrad.grad(f, strict=True)(A.copy()), expected, rtol=1e-5,
                                atol=1e-7)
@@ -693,7 +693,7 @@ def no_gradient_functions(b):
 def test_no_gradient_functions_run_in_both_modes():
     """The rule table's NO_GRADIENT functions (truth values, indices, rounding) run on plain
     data in the eager engine as in compiled code: compiled == eager == finite differences."""
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     expected = _fd(no_gradient_functions, A)
     np.testing.assert_allclose(srcgrad.grad(no_gradient_functions, strict=True)(A.copy()),
                                expected, rtol=1e-5, atol=1e-7)

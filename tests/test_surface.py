@@ -18,7 +18,8 @@ from compiled_helpers import define
 from conftest import numerical_grad
 
 import srcgrad
-from srcgrad import cli, surface
+from srcgrad.frontend.tables import surface
+from srcgrad.tools import cli
 
 ENTRIES, MISSING, STALE = surface.classify()
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "supported.md"
@@ -101,7 +102,7 @@ def _call(name: str, arg: str = "x") -> str:
 def test_every_public_name_is_classified():
     assert not MISSING, "classify " + ", ".join(MISSING) + (
         " (give it a rule, add it to the no-gradient list, or add it to REFUSED in "
-        "srcgrad/refusals.py with a reason)")
+        "srcgrad/frontend/tables/refusals.py with a reason)")
     expected = {f"np.{n}" for n in dir(np) if not n.startswith("_") and callable(getattr(np, n))}
     expected |= {f"ndarray.{n}" for n in dir(np.ndarray)
                  if not n.startswith("_") and callable(getattr(np.ndarray, n))}
@@ -125,7 +126,8 @@ def test_aliases_share_their_object_s_class():
 
 
 def test_no_stale_refusals():
-    assert not STALE, "remove " + ", ".join(STALE) + " from REFUSED in srcgrad/refusals.py " \
+    assert not STALE, "remove " + ", ".join(STALE) + " from REFUSED in " \
+        "srcgrad/frontend/tables/refusals.py " \
         "(a table now classifies it)"
 
 
@@ -135,7 +137,7 @@ def test_a_method_refused_for_want_of_a_rule_has_no_function_with_one():
     wrong = [n for n, e in ENTRIES.items() if n.startswith("ndarray.") and e.kind == "refused"
              and "rule" in e.detail and ENTRIES.get(f"np.{n[8:]}", e).kind != "refused"]
     assert not wrong, f"{wrong}: move them to 'not lowered as a method yet' in " \
-        "srcgrad/refusals.py"
+        "srcgrad/frontend/tables/refusals.py"
 
 
 def _program(call: str, use: bool) -> str:
@@ -228,9 +230,11 @@ def test_every_construct_the_lowering_dispatches_on_is_described():
     dispatched = surface.dispatched_constructs()
     assert {"Assign", "Return", "For", "Call", "Subscript"} <= set(dispatched)
     undescribed = [n for n in dispatched if not surface.CONSTRUCTS.get(n)]
-    assert not undescribed, f"describe {undescribed} in CONSTRUCTS in srcgrad/surface.py"
+    assert not undescribed, \
+        f"describe {undescribed} in CONSTRUCTS in srcgrad/frontend/tables/surface.py"
     stale = sorted(set(surface.CONSTRUCTS) - set(dispatched))
-    assert not stale, f"remove {stale} from CONSTRUCTS in srcgrad/surface.py (not dispatched)"
+    assert not stale, \
+        f"remove {stale} from CONSTRUCTS in srcgrad/frontend/tables/surface.py (not dispatched)"
     for name in dispatched:
         assert isinstance(getattr(ast, name), type)
 

@@ -22,7 +22,7 @@ from torch_surface_functions import (
 from torch_sweep_runner import DTYPES, MODES, differences, run, values_only
 
 import srcgrad
-from srcgrad.runtime.not_offered import NOT_OFFERED
+from srcgrad.runtime.eager.not_offered import NOT_OFFERED
 
 pytestmark = needs_torch
 

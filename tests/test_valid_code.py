@@ -11,8 +11,8 @@ import pytest
 from compiled_helpers import define
 
 import srcgrad
-from srcgrad import pytree
-from srcgrad.fallback import eager_transform
+from srcgrad.transforms import pytree
+from srcgrad.transforms.fallback import eager_transform
 
 _rng = np.random.default_rng(7)
 

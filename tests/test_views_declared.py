@@ -1,5 +1,6 @@
 """Every primitive whose NumPy result may share memory with an input is declared a view in
-``srcgrad.aliases.VIEW_FUNCTIONS``, so that a write through its result is followed or refused.
+``srcgrad.frontend.aliases.VIEW_FUNCTIONS``, so that a write through its result is followed or
+refused.
 Enumerated over the rule table's samples: a new view-returning rule fails here until declared.
 """
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 from rule_samples import SAMPLES
 
-from srcgrad.aliases import VIEW_FUNCTIONS
-from srcgrad.runtime.primitives import PRIMITIVES
+from srcgrad.frontend.aliases import VIEW_FUNCTIONS
+from srcgrad.runtime.rules.primitives import PRIMITIVES
 
 
 def _arrays(value):

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad import cli, nn, viz
-from srcgrad.viz_layout import Arrow, Box, svg
+from srcgrad import nn
+from srcgrad.tools import cli, viz
+from srcgrad.tools.viz_layout import Arrow, Box, svg
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NASTY = 'we"ird <b>&amp; \\ name\nline2'

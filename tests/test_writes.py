@@ -360,7 +360,7 @@ def test_the_fallback_never_changes_the_callers_arrays(case):
 
 @pytest.mark.parametrize("case", sorted(EXACT))
 def test_the_eager_engine_agrees_or_refuses(case):
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     source, spec = EXACT[case]
     fn = define(source, {"np": np})
     rng = np.random.default_rng(3)
@@ -437,7 +437,7 @@ EAGER = {
 
 @pytest.mark.parametrize("case", sorted(EAGER))
 def test_the_eager_engine_keeps_numpys_write_semantics_or_refuses(case):
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     source, exact = EAGER[case]
     fn = define(source, {"np": np})
     x = 0.7 if "float argument" in case else np.array([0.3, 0.9, 1.7, 0.5])
@@ -452,7 +452,7 @@ def test_the_eager_engine_keeps_numpys_write_semantics_or_refuses(case):
 
 
 def test_the_eager_full_like_keeps_the_gradient_of_its_value():
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     fn = define("""
         def f(x, s):
             return np.sum(np.full_like(x, s) * x)
@@ -507,7 +507,7 @@ CONSTANTS_WRITTEN_AFTER_USE = {
 def test_the_eager_engine_keeps_the_constants_it_read(case):
     """The eager engine reads a plain array (a constant of the function) in backward as it
     was when used, not as the function left it: NumPy writes into plain arrays are unseen."""
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     fn = define(CONSTANTS_WRITTEN_AFTER_USE[case], {"np": np})
     x = np.array([0.3, 0.9, 1.7, 0.5])
     fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
@@ -531,7 +531,7 @@ def test_a_written_value_may_have_leading_ones():
     x = np.array([0.1, 0.5, 0.9])
     fd = numerical_grad(lambda a: float(fn(np.copy(a))), [x.copy()], 0)
     np.testing.assert_allclose(srcgrad.grad(fn, strict=True)(x), fd, rtol=1e-6, atol=1e-8)
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     np.testing.assert_allclose(eager_transform(fn, "grad", [x.copy()], (0,), True), fd,
                                rtol=1e-6, atol=1e-8)
 
@@ -550,7 +550,7 @@ def test_the_eager_engine_refuses_a_gradient_into_a_parameter():
     a parameter, so the eager run refuses (it recursed without end), and the user gets a
     CompileError; a parameter without a gradient is a plain value."""
     scaled = _scaled_primitive()
-    from srcgrad.fallback import eager_transform
+    from srcgrad.transforms.fallback import eager_transform
     fn = define("""
         def f(y):
             return np.sum(scaled(y ** 2, k=y[0]))

@@ -3,7 +3,7 @@
 ``CASES`` lists ``(name, label, call, spec)`` (see ``torch_sweep_runner``): ``call(m, *args)``
 runs the same code on ``torch`` and on ``srcgrad``.  Functions (``torch.exp``, ``F.relu``) are
 in ``torch_surface_functions``; every other public name of ``torch.Tensor`` is in
-``srcgrad.runtime.not_offered.NOT_OFFERED``, and srcgrad raises AttributeError for it.
+``srcgrad.runtime.eager.not_offered.NOT_OFFERED``, and srcgrad raises AttributeError for it.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import rules as R
-from srcgrad.runtime.factories import generator
+from srcgrad.runtime.eager.factories import generator
+from srcgrad.runtime.eager.tensor import Tensor, apply
+from srcgrad.runtime.eager.views import cat
 from srcgrad.runtime.nn.module import Module, Parameter
-from srcgrad.runtime.primitives import lookup
-from srcgrad.runtime.tensor import Tensor, apply
-from srcgrad.runtime.views import cat
+from srcgrad.runtime.rules.primitives import lookup
 
 __all__ = ["conv1d", "conv2d", "Conv1d", "Conv2d"]
 
@@ -192,7 +192,7 @@ class _ConvNd(Module):
         self.dilation = _expand(dilation, d, "dilation")
         self.padding_mode = padding_mode
         self.transposed, self.output_padding = False, (0,) * d
-        from srcgrad.runtime.dtypes import get_default_dtype
+        from srcgrad.runtime.eager.dtypes import get_default_dtype
         np_dtype = get_default_dtype().dtype
         self.weight = Parameter(np.empty((out_channels, in_channels // groups,
                                           *self.kernel_size), dtype=np_dtype))

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime import rules as R
-from srcgrad.runtime.factories import generator
-from srcgrad.runtime.tensor import Size, Tensor, apply, as_array
+from srcgrad.runtime.eager.factories import generator
+from srcgrad.runtime.eager.tensor import Size, Tensor, apply, as_array
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "dropout",
            "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -214,7 +214,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None,
         weight._version_counter[0] += 1
     table = weight
     if padding_idx is not None and weight.requires_grad:
-        from srcgrad.runtime.ops import where
+        from srcgrad.runtime.eager.ops import where
         mask = (np.arange(rows) == padding_idx)[:, None]
         table = where(Tensor._make(mask), weight.detach(), weight)
     return apply(R.getitem, "EmbeddingBackward0", (table,), {"index": idx})

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.factories import generator as _default_generator
-from srcgrad.runtime.tensor import Tensor
+from srcgrad.runtime.eager.factories import generator as _default_generator
+from srcgrad.runtime.eager.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.factories import generator
+from srcgrad.runtime.eager.factories import generator
+from srcgrad.runtime.eager.tensor import Tensor
 from srcgrad.runtime.nn import functional as F
 from srcgrad.runtime.nn.module import Module, Parameter
-from srcgrad.runtime.tensor import Tensor
 
 __all__ = ["Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Identity", "Softmax",
            "LogSoftmax", "Dropout", "L1Loss", "MSELoss", "BCEWithLogitsLoss", "BCELoss",
@@ -23,7 +23,7 @@ def _uniform(shape: tuple, bound: float) -> Any:
 
 
 def _float(values: Any) -> Any:
-    from srcgrad.runtime.dtypes import get_default_dtype
+    from srcgrad.runtime.eager.dtypes import get_default_dtype
     return np.asarray(values, dtype=get_default_dtype().dtype)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.printing import tensor_repr
-from srcgrad.runtime.tensor import Tensor, as_array, zero_grads
+from srcgrad.runtime.eager.printing import tensor_repr
+from srcgrad.runtime.eager.tensor import Tensor, as_array, zero_grads
 
 __all__ = ["Parameter", "Module"]
 
@@ -177,11 +177,11 @@ class Module:
         return self
 
     def double(self) -> Module:
-        from srcgrad.runtime.dtypes import float64
+        from srcgrad.runtime.eager.dtypes import float64
         return self.to(float64)
 
     def float(self) -> Module:
-        from srcgrad.runtime.dtypes import float32
+        from srcgrad.runtime.eager.dtypes import float32
         return self.to(float32)
 
     def cuda(self, device: Any = None) -> Module:

@@ -2,7 +2,7 @@
 
 Both modes use this table: the eager engine calls a rule on arrays (or on Tensors when
 ``create_graph=True``), the compiler calls it on symbolic values and prints the result.  So a
-rule is plain array code (see :mod:`srcgrad.runtime.primitives` for what it may use).
+rule is plain array code (see :mod:`srcgrad.runtime.rules.primitives` for what it may use).
 Constants are Python floats so that float32 gradients stay float32.
 
 Families, in the order they register: ``core`` (helpers and helper primitives),
@@ -11,7 +11,7 @@ Families, in the order they register: ``core`` (helpers and helper primitives),
 Every name is re-exported here: ``rules.getitem``, ``rules.numel`` …
 
 A primitive owns everything about its operation, the hints the compiler's emitters need
-included (attributes of :class:`~srcgrad.runtime.primitives.Primitive`, set next to its rules;
+included (attributes of :class:`~srcgrad.runtime.rules.primitives.Primitive`, set next to its rules;
 the emitters name no operation):
 
 - ``spelling``: how Python source writes it, when not as a call of its NumPy function:
@@ -34,7 +34,8 @@ the emitters name no operation):
   ``power``: a Python int to a negative power is a float);
 - ``default_kind``: a constructor's result without a ``dtype``: ``"float"`` (``linspace``),
   ``"value"`` (``np.full``: the kind of its value);
-- ``shift``: what it does to a value that changes by a shift ``δ`` (``srcgrad.shift``, which
+- ``shift``: what it does to a value that changes by a shift ``δ`` (``srcgrad.analysis.shift``,
+which
   finds that the ``max`` of a logsumexp needs no adjoint): ``"plus"``, ``"minus"``,
   ``"times"``, ``"over"``, ``"negated"``, ``"exponential"``, ``"logarithm"``, ``"choice"``
   (``np.where``); ``"reduce_sum"`` (a sum over ``axis``/``keepdims``: keeps a factor constant

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import along, getitem, inverse_permutation, unindex
+from srcgrad.runtime.rules.primitives import (
     bind_numpy,
     defjvp,
     defvjp,
@@ -15,7 +16,6 @@ from srcgrad.runtime.primitives import (
     primitive,
     sum_to,
 )
-from srcgrad.runtime.rules.core import along, getitem, inverse_permutation, unindex
 
 
 @helper

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, primitive
+from srcgrad.runtime.rules.primitives import defvjp, primitive
 
 __all__ = ["BESSEL_NAMES", "refuse_gradient"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive, sum_to
 from srcgrad.runtime.rules.core import cast
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, helper, primitive, sum_to
 
 __all__ = ["cast_to", "to_float", "to_scalar", "full_of", "linspace_of",
            "float_result", "linspace_weights"]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.primitives import (
     defjvp,
     defvjp,
     helper,

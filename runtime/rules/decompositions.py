@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
 from srcgrad.runtime.rules.linalg import cofactors
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, helper, primitive
 
 __all__ = ["triangle_grad", "cholesky_grad", "eigh_grad", "svd_grad", "qr_grad", "eigh_values",
            "eigh_vectors", "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "slogdet_sign",

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import LN2, LN10, clip_bound_mask, clip_mask
+from srcgrad.runtime.rules.primitives import (
     NO_GRADIENT,
     NotCompiled,
     Primitive,
@@ -19,7 +20,6 @@ from srcgrad.runtime.primitives import (
     lookup,
     primitive,
 )
-from srcgrad.runtime.rules.core import LN2, LN10, clip_bound_mask, clip_mask
 
 defvjp(np.negative, lambda g, ans, x: -g)
 defvjp(np.positive, lambda g, ans, x: g)
@@ -190,7 +190,7 @@ for _f in (np.add, np.subtract, np.multiply, np.negative, np.positive, np.abs, n
 for _f, _how in ((np.add, "plus"), (np.subtract, "minus"), (np.multiply, "times"),
                  (np.divide, "over"), (np.negative, "negated"), (np.exp, "exponential"),
                  (np.log, "logarithm"), (np.where, "choice")):
-    lookup(_f).shift = _how                         # under a shift: see srcgrad.shift
+    lookup(_f).shift = _how                         # under a shift: see srcgrad.analysis.shift
 
 # Truth values, indices and piecewise constants that record no node: run on plain data.
 _TRUTH, _INDICES = "a boolean result", "integer indices or counts"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
+from srcgrad.runtime.rules.matrices import norm_direction, norm_grad, trace_grad, undiagonal
+from srcgrad.runtime.rules.primitives import (
     bind_numpy,
     defjvp,
     defvjp,
@@ -19,8 +21,6 @@ from srcgrad.runtime.primitives import (
     primitive,
     sum_to,
 )
-from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
-from srcgrad.runtime.rules.matrices import norm_direction, norm_grad, trace_grad, undiagonal
 from srcgrad.runtime.rules.products import (
     cross_grad,
     known_matrices,

@@ -13,8 +13,8 @@ import builtins
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive, unbroadcast
 from srcgrad.runtime.rules.core import along
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, helper, primitive, unbroadcast
 
 
 @helper

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, helper, primitive
 
 __all__ = ["undiagonal", "trace_grad", "diag_grad", "norm", "norm_grad", "norm_axes",
            "norm_direction", "norm_hessian"]

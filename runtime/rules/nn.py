@@ -7,13 +7,13 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import numel
+from srcgrad.runtime.rules.elementwise import sigmoid
+from srcgrad.runtime.rules.primitives import (
     defjvp,
     defvjp,
     primitive,
 )
-from srcgrad.runtime.rules.core import numel
-from srcgrad.runtime.rules.elementwise import sigmoid
 
 
 def _reduce(loss, reduction):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import bind_numpy, defjvp, defvjp, helper, lookup, sum_to
+from srcgrad.runtime.rules.primitives import bind_numpy, defjvp, defvjp, helper, lookup, sum_to
 
 __all__ = ["dot_lhs_grad", "dot_rhs_grad", "inner_grad", "inner_rhs_grad", "tensordot_axes",
            "tensordot_lhs_grad", "tensordot_rhs_grad", "kron_grad", "cross_grad",

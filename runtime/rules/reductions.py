@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.forward_rules import reduced
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import numel, unreduce
+from srcgrad.runtime.rules.forward_rules import reduced
+from srcgrad.runtime.rules.primitives import (
     bind_numpy,
     defjvp,
     defvjp,
@@ -13,7 +14,6 @@ from srcgrad.runtime.primitives import (
     lookup,
     primitive,
 )
-from srcgrad.runtime.rules.core import numel, unreduce
 
 
 @helper

@@ -11,7 +11,8 @@ none, and a gradient that reaches one is refused.
 ``poisson(k, mu, method=)`` (``pmf``, ``logpmf``, ``cdf``, ``sf``, ``logcdf``, ``logsf``) is
 differentiated in ``mu``; in ``k`` the CDFs are step functions (a zero gradient, as
 ``np.floor``) and the pmf is not differentiable (refused).  ``dirichlet(x, alpha,
-method=)`` (``pdf``, ``logpdf``) in both.  See :mod:`srcgrad.lowering_scipy` for the calls.
+method=)`` (``pdf``, ``logpdf``) in both.  See :mod:`srcgrad.frontend.tables.scipy_calls` for the
+calls.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, defvjp_argnum, helper, primitive
 from srcgrad.runtime.rules.bessel import refuse_gradient
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, defvjp_argnum, helper, primitive
 from srcgrad.runtime.rules.special import digamma
 
 __all__ = ["CONTINUOUS", "DISCRETE", "continuous", "poisson", "dirichlet"]

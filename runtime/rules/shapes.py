@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.arrays import concatenate
+from srcgrad.runtime.rules.core import along, getitem, numel, unindex
+from srcgrad.runtime.rules.primitives import (
     bind_numpy,
     defjvp,
     defvjp,
@@ -22,8 +24,6 @@ from srcgrad.runtime.primitives import (
     lookup,
     primitive,
 )
-from srcgrad.runtime.rules.arrays import concatenate
-from srcgrad.runtime.rules.core import along, getitem, numel, unindex
 
 __all__ = ["split_piece", "joined", "joined_rows", "rows_source", "split_index", "join_index",
            "section_count", "carries_gradient", "ATLEAST", "JOINS", "SPLITS", "PAD_MODES",

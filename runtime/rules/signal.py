@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, helper, primitive
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, helper, primitive
 
 __all__ = ["signal_convolve", "CONVOLVE_MODES"]
 

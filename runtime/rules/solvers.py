@@ -12,15 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
-    Primitive,
-    bind_numpy,
-    defjvp,
-    defvjp,
-    defvjp_argnum,
-    helper,
-    primitive,
-)
 from srcgrad.runtime.rules.decompositions import (
     eigh_values,
     eigh_vectors,
@@ -34,6 +25,15 @@ from srcgrad.runtime.rules.decompositions import (
     svd_tangent,
     svd_u,
     svd_vh,
+)
+from srcgrad.runtime.rules.primitives import (
+    Primitive,
+    bind_numpy,
+    defjvp,
+    defvjp,
+    defvjp_argnum,
+    helper,
+    primitive,
 )
 
 __all__ = ["pinv_grad", "lstsq_grad", "lstsq_solution", "lstsq_residuals", "lstsq_rank",

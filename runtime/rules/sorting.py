@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import bind_numpy, defjvp, defvjp, helper, lookup, primitive
 from srcgrad.runtime.rules.core import numel, unreduce
+from srcgrad.runtime.rules.primitives import bind_numpy, defjvp, defvjp, helper, lookup, primitive
 from srcgrad.runtime.rules.shapes import carries_gradient
 
 __all__ = ["scatter_along", "along_index", "source_positions", "order_weights",

@@ -16,8 +16,11 @@ import sys
 
 import numpy as np
 
-from srcgrad.runtime.forward_rules import reduced
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.bessel import BESSEL_NAMES
+from srcgrad.runtime.rules.core import unreduce
+from srcgrad.runtime.rules.elementwise import sigmoid
+from srcgrad.runtime.rules.forward_rules import reduced
+from srcgrad.runtime.rules.primitives import (
     NUMPY_BINDINGS,
     Primitive,
     bind_numpy,
@@ -26,9 +29,6 @@ from srcgrad.runtime.primitives import (
     helper,
     primitive,
 )
-from srcgrad.runtime.rules.bessel import BESSEL_NAMES
-from srcgrad.runtime.rules.core import unreduce
-from srcgrad.runtime.rules.elementwise import sigmoid
 from srcgrad.runtime.rules.reductions import log_softmax, logsumexp, softmax
 from srcgrad.runtime.rules.special_functions import SPECIAL_UFUNCS
 
@@ -145,7 +145,8 @@ SCIPY_NAMES = {"expit": sigmoid, "logit": logit, "erf": erf, "erfc": erfc,
 """``scipy.special`` names → their primitive (the first lowered in lowering_arrays)."""
 
 SCIPY_UFUNCS = {**BESSEL_NAMES, **SPECIAL_UFUNCS}
-"""``scipy.special``'s ufuncs with a rule (lowered by :mod:`srcgrad.lowering_scipy`)."""
+"""``scipy.special``'s ufuncs with a rule (lowered by
+:mod:`srcgrad.frontend.tables.scipy_calls`)."""
 
 
 def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defvjp, primitive
 from srcgrad.runtime.rules.bessel import refuse_gradient
 from srcgrad.runtime.rules.nn import normal_cdf
+from srcgrad.runtime.rules.primitives import defvjp, primitive
 
 __all__ = ["SPECIAL_UFUNCS"]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import (
+from srcgrad.runtime.rules.core import along, unreduce
+from srcgrad.runtime.rules.primitives import (
     NotCompiled,
     bind_numpy,
     defjvp,
@@ -20,7 +21,6 @@ from srcgrad.runtime.primitives import (
     primitive,
     sum_to,
 )
-from srcgrad.runtime.rules.core import along, unreduce
 from srcgrad.runtime.rules.shapes import carries_gradient
 
 __all__ = ["weighted_average", "aligned_weights", "unaligned_weights", "weights_along",

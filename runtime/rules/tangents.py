@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcgrad.runtime.primitives import defjvp, defvjp, primitive, sum_to
+from srcgrad.runtime.rules.primitives import defjvp, defvjp, primitive, sum_to
 
 __all__ = ["zero_tangent", "match_tangent"]
 

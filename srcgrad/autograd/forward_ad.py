@@ -1,6 +1,6 @@
 """``srcgrad.autograd.forward_ad``: forward-mode AD, as ``torch.autograd.forward_ad``."""
 
-from srcgrad.runtime.forward_ad import (
+from srcgrad.runtime.eager.forward_ad import (
     UnpackedDualTensor,
     dual_level,
     enter_dual_level,

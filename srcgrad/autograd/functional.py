@@ -1,5 +1,5 @@
 """``srcgrad.autograd.functional``: jacobian, hessian, vjp, jvp, hvp, vhp."""
 
-from srcgrad.runtime.functional import hessian, hvp, jacobian, jvp, vhp, vjp
+from srcgrad.runtime.eager.functional import hessian, hvp, jacobian, jvp, vhp, vjp
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]

@@ -1,0 +1,2 @@
+"""``backend="cupy"``: fused regions as CUDA kernels.
+"""

@@ -1,0 +1,2 @@
+"""``backend="dask"``: Dask arrays in place of NumPy's.
+"""

@@ -1,0 +1,2 @@
+"""``backend="numba"``: fused regions and whole loops as ``@njit`` kernels.
+"""

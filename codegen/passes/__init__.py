@@ -1,0 +1,3 @@
+"""Passes over generated function bodies: dead code, single-use temporaries, hoisting, liveness
+and buffer reuse.
+"""

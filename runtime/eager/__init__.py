@@ -1,0 +1,2 @@
+"""The eager engine: ``Tensor``, its operations and the backward graph, as PyTorch's autograd.
+"""

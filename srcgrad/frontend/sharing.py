@@ -1,0 +1,176 @@
+"""What branches, loops and calls share: which outputs of a block or a user function may
+be (views of) its inputs or of one another, which arguments a user function writes into, and
+the writes a block makes into an array that a name outside it also sees.
+
+Inside a block (or a callee) two outer names of one array are two parameters: the block
+cannot see that a write into one changes the other, so such programs are refused here.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import Any
+
+from srcgrad.frontend.aliases import held_vars
+from srcgrad.frontend.parse import Env, parse_function
+from srcgrad.ir import Stmt, Var
+
+__all__ = ["Sharing", "written_in_place"]
+
+_CALLEES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # function -> (code, IR)
+_LOWERING: set[int] = set()         # functions being lowered now (recursion)
+
+
+class Sharing:
+    """Aliases across blocks and calls (mixed into the Lowerer, after Aliases)."""
+
+    def block_links(self, st: Stmt) -> None:
+        """A call, branch or loop result: each output may share what its block says."""
+        blocks = st.fn if isinstance(st.fn, tuple) else (st.fn,)
+        if st.kind == "call":
+            blocks = (self.callee_ir(st.fn),)
+            skip = len(blocks[0].params) - len(st.args) if blocks[0] is not None else 0
+            inputs = [None] * skip + list(st.args)      # a bound method's self first
+        elif st.kind == "branch":
+            inputs = list(st.args[1:])
+        else:
+            inputs = [None, *st.args]                 # the counter comes first
+        items: dict[int, list] = {}
+        for ir in blocks:
+            if ir is None:
+                continue
+            params = getattr(ir, "result_params", None)
+            if params is None:                        # not known: any input
+                params = [set(range(len(inputs)))]
+            for i, (ps, group) in enumerate(zip(params, getattr(
+                    ir, "result_groups", [set()] * len(params)))):
+                bases = items.setdefault(i, [])
+                bases += [inputs[p] for p in ps if p < len(inputs)
+                          and isinstance(inputs[p], Var)]
+                bases += [Var(f"{st.target}#{min(i, j)}-{max(i, j)}") for j in group]
+        if st.kind == "loop":                         # run zero times, it hands them back
+            for i in range(st.params.get("carried", 0)):
+                if isinstance(inputs[i + 1], Var):
+                    items.setdefault(i, []).append(inputs[i + 1])
+        if st.kind == "call" and len(items) == 1 and not getattr(blocks[0], "returns_pack",
+                                                                False):
+            for base in items[0]:
+                self.link(st.target, base)
+            return
+        self.item_links[st.target] = items     # "pack#i-j": the storage outputs i, j share
+
+    # ----------------------------------------------------------------- what a block shares
+    def result_sharing(self, fn: Any) -> None:
+        """Which parameters each output of ``fn`` may share storage with, and which outputs
+        share one another's (what a caller records as links)."""
+        made = next((s for s in self.body if isinstance(fn.result, Var)
+                     and s.target == fn.result.name), None)
+        fn.returns_pack = made is not None and made.kind == "pack"
+        outputs = made.args if fn.returns_pack else [fn.result]
+        index = {p: i for i, p in enumerate(fn.params)}
+        for param, tree in self.leaves.items():      # a pytree's leaves are its parameter's
+            for _, var in tree.leaves():
+                index[var.name] = index[param]
+        roots = [self.roots(o.name) if isinstance(o, Var) else set() for o in outputs]
+        fn.result_params = [{index[r] for r in rs if r in index} for rs in roots]
+        fn.result_groups = [{j for j, other in enumerate(roots) if j != i and rs & other}
+                            for i, rs in enumerate(roots)]
+
+    # ---------------------------------------------------------------- blocks and calls
+    def callee_ir(self, callee: Any) -> Any:
+        """The lowered IR of a user function called here (None while it is being lowered:
+        recursion, which the compiler refuses later)."""
+        key = getattr(callee, "__func__", callee)
+        code = getattr(key, "__code__", None)
+        try:
+            cached = _CALLEES.get(key)
+        except TypeError:                       # not weakly referable: not cached
+            cached = None
+        if cached is not None and cached[0] is code:
+            return cached[1]
+        if id(key) in _LOWERING:
+            return None
+        _LOWERING.add(id(key))
+        try:        # lowered as this function is (by a lowerer of its kind, the same names)
+            ir = type(self)(parse_function(callee), Env(callee), self.reserved).lower_function()
+        finally:
+            _LOWERING.discard(id(key))
+        try:
+            _CALLEES[key] = (code, ir)
+        except TypeError:
+            pass
+        return ir
+
+    def call_writes(self, st: Stmt, assigned: set[str]) -> None:
+        """A user function that writes into an argument changes the caller's array in
+        NumPy: refused while another live name sees that array; that array is stale after."""
+        ir = self.callee_ir(st.fn)
+        if ir is None or not ir.mutates:
+            return
+        offset = len(ir.params) - len(st.args)          # a bound method's self
+        for k, p in enumerate(ir.params):
+            if p not in ir.mutates or k < offset or not isinstance(st.args[k - offset], Var):
+                continue
+            arg = st.args[k - offset]
+            others = [n for n, _ in self.sharing(arg) if n not in assigned]
+            label = st.params.get("label", "the function")
+            user = ir.source_names.get(p, p)
+            if others:
+                raise self.error(
+                    f"{label}() changes its argument {user!r} in place, which {others[0]!r} "
+                    f"names here; srcgrad does not follow writes into a caller's array: "
+                    f"pass a copy, or return the new array", self._node_of_line())
+            for root in self.roots(arg.name):
+                self.consume(Var(root), self.line, "an array")
+
+    def check_carried_sharing(self, body: list[ast.stmt], carried: list[str],
+                              consts: list[str], ir: Any, node: ast.AST) -> None:
+        """A loop whose body writes in place into a value it carries may not hand the next
+        iteration two names for one array (``b = a`` in the body): they would come apart."""
+        written = written_in_place(body)
+        if not written:
+            return
+        inputs = [None, *carried, *consts]
+        groups = getattr(ir, "result_groups", None)
+        params = getattr(ir, "result_params", None)
+        if groups is None or params is None:
+            return
+        for i, name in enumerate(carried):
+            others = {carried[j] for j in groups[i] if j < len(carried)}
+            others |= {inputs[p] for p in params[i] if p != i + 1 and p < len(inputs)
+                       and inputs[p] is not None}
+            if others and (name in written or others & written):
+                raise self.error(
+                    f"after an iteration {name!r} and {sorted(others)[0]!r} name the same "
+                    f"array (or views of one), and the loop writes into it in place; srcgrad "
+                    f"does not follow that: take a copy", node)
+
+    def check_block_writes(self, body: list[ast.stmt], extra_live: set[str],
+                           node: ast.AST) -> None:
+        """A branch or loop body that writes in place into an array another name outside
+        sees (and reads) is refused: inside the block the two names are apart."""
+        from srcgrad.frontend.scopes import read
+        reads = read(body) | extra_live | self.live_after()
+        for name in sorted(written_in_place(body)):
+            value = self.scope.get(name)
+            for var in held_vars(value) if isinstance(value, Var) else ():
+                mine = self.roots(var.name)
+                for other, v in self.holders(skip=name):
+                    if other in reads and self.roots(v.name) & mine:
+                        raise self.error(
+                            f"{name!r} is changed in place in this block while {other!r} "
+                            f"names the same array (or a view of it); srcgrad does not follow "
+                            f"the change into {other!r}: take a copy first", node)
+
+
+def written_in_place(stmts: list[ast.stmt]) -> set[str]:
+    """Names a block writes into (``y[i] = v``, ``y += v``), nested blocks included."""
+    from srcgrad.frontend.scopes import stored_base, walk
+    out = set()
+    for n in walk(stmts):
+        if stored_base(n) is not None:
+            out.add(stored_base(n))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+    return out

@@ -1,0 +1,2 @@
+"""Tools around the compiler: the command line and pictures of the graphs.
+"""

@@ -1,0 +1,247 @@
+"""Lists of Arrays where NumPy expects an array, in the eager fallback.
+
+``np.mean([loss(b) for b in batches])`` converts its list with ``np.asarray`` before it
+computes; on the eager engine that conversion would turn each Array into a plain array and
+drop its gradient, and NumPy's dispatch (``__array_function__``) never looks inside a list.
+The compiler stacks such a list along a new first axis (:mod:`srcgrad.frontend.list_operands`); so
+that
+both modes agree, the eager run does the same: while it runs, the NumPy names of the
+function's module (``np``, ``numpy.linalg``, ``from numpy import mean``) are stand-ins whose
+functions stack a list operand that holds an Array (one recorded ``stack`` node) and
+otherwise call NumPy unchanged.  The module's names are restored as soon as the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from srcgrad.frontend.list_operands import _array_inputs
+from srcgrad.runtime.eager.subclasses import makes_subclass
+from srcgrad.runtime.eager.tensor import Tensor
+
+__all__ = ["stacking_list_operands"]
+
+_CONVERSIONS = (np.array, np.asarray, np.asanyarray)
+# Functions the compiler lowers on their own that still take plain array operands (the
+# others of its special calls, np.stack, np.concatenate, np.einsum ..., take lists on purpose)
+_OPERANDS = {np.append: 2, np.polyval: 2, np.linalg.lstsq: 2, np.take: 1, np.sort: 1,
+             np.diff: 1, np.roll: 1, np.rot90: 1, np.pad: 1, np.average: 1, np.median: 1,
+             np.gradient: 1, np.nan_to_num: 1, np.partition: 1, np.percentile: 1,
+             np.quantile: 1, np.split: 1, np.array_split: 1, np.hsplit: 1, np.vsplit: 1,
+             np.dsplit: 1, np.linalg.eigh: 1, np.linalg.svd: 1, np.linalg.qr: 1,
+             np.linalg.slogdet: 1}
+_MODULES = {np.__name__: np, np.linalg.__name__: np.linalg}
+
+
+def _holds_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor) or isinstance(value, (list, tuple)) and any(
+        _holds_tensor(v) for v in value)
+
+
+def _stacked(value: Any) -> Any:
+    """``value`` as ``np.asarray`` builds it, recorded: a list holding Arrays, stacked level
+    by level (anything else is returned as it is)."""
+    if not isinstance(value, (list, tuple)) or not _holds_tensor(value):
+        return value
+    return np.stack([_stacked(v) for v in value])
+
+
+class _Stacking:
+    """A NumPy function whose first ``count`` positional operands are stacked when they are
+    lists holding Arrays; everything else (``np.add.at``, ``__name__``) is the function's."""
+
+    def __init__(self, fun: Any, count: int) -> None:
+        self._fun, self._count = fun, count
+        functools.update_wrapper(self, fun)
+        self.srcgrad_stands_in_for = fun          # what a build made meanwhile binds
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if any(self._fun is c for c in _CONVERSIONS):
+            return self._convert(*args, **kwargs)
+        if any(_holds_tensor(a) for a in args[:self._count]):
+            args = tuple(_stacked(a) if k < self._count else a for k, a in enumerate(args))
+        return self._fun(*args, **kwargs)
+
+    def _convert(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or set(kwargs) - {"dtype"} or not isinstance(args[0], (list, tuple)) \
+                or not _holds_tensor(args[0]):
+            return self._fun(*args, **kwargs)
+        out = _stacked(args[0])
+        dtype = kwargs.get("dtype")
+        return out if dtype is None else out.astype(dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fun, name)
+
+    def __repr__(self) -> str:
+        return repr(self._fun)
+
+
+class _Joined:
+    """``np.r_[...]`` / ``np.c_[...]`` of items holding Arrays: each item made an array as
+    NumPy does (at least 1-D; for ``c_`` at least 2-D, a 1-D item a column), then joined by a
+    recorded ``np.concatenate`` (along the first axis; the last for ``c_``).  Items without
+    Arrays (a slice, a constant) are NumPy's own ``r_``/``c_`` of them; strings (``'r'``,
+    ``'0,2'``) are left to NumPy."""
+
+    def __init__(self, real: Any, columns: bool) -> None:
+        self._real, self._columns = real, columns
+
+    def __getitem__(self, key: Any) -> Any:
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(_holds_tensor(i) for i in items) or any(isinstance(i, str) for i in items):
+            return self._real[key]
+        return np.concatenate([self._part(i) for i in items], axis=-1 if self._columns else 0)
+
+    def _part(self, item: Any) -> Any:
+        if not _holds_tensor(item):
+            return self._real[item]
+        t = _stacked(item)
+        if self._columns and t.ndim < 2:
+            return np.reshape(t, (-1, 1))
+        return np.reshape(t, (1,)) if t.ndim == 0 else t
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class _Refused:
+    """A NumPy function or class that makes an ndarray subclass (np.ma.array, np.matrix):
+    calling it raises the refusal (the eager engine would lose the gradient inside it)."""
+
+    def __init__(self, real: Any, refusal: Exception) -> None:
+        self._real, self._refusal = real, refusal
+        self.srcgrad_stands_in_for = real
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _TURNS._is_owned():     # another thread's code of the module: NumPy's own
+            return self._real(*args, **kwargs)
+        raise type(self._refusal)(str(self._refusal))
+
+    def __getattr__(self, name: str) -> Any:          # np.ma.array: refused in its turn
+        value = getattr(self._real, name)
+        stand_in = _stand_in_of(value) if callable(value) else None
+        return value if stand_in is None else stand_in
+
+
+class _RefusedClass(type):
+    """The stand-in of a refused ndarray subclass (np.ma.MaskedArray, np.matrix): calling
+    it is refused as :class:`_Refused` is, ``isinstance`` and its attributes are the
+    class's own."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not _TURNS._is_owned():
+            return cls._real(*args, **kwargs)
+        raise type(cls._refusal)(str(cls._refusal))
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        return isinstance(value, cls._real)
+
+    def __subclasscheck__(cls, other: type) -> bool:
+        return issubclass(other, cls._real)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._real, name)
+
+
+_MADE: dict[int, tuple[Any, Any]] = {}      # id of a NumPy object -> (it, its stand-in)
+
+
+def _stand_in_of(value: Any) -> Any:
+    """The stand-in of a NumPy module or function (None: it needs none)."""
+    made = _MADE.get(id(value))
+    if made is not None and made[0] is value:
+        return made[1]
+    refusal = makes_subclass(value)
+    if refusal is not None:
+        stand_in = _RefusedClass(value.__name__, (), {"_real": value, "_refusal": refusal}) \
+            if isinstance(value, type) else _Refused(value, refusal)
+    elif isinstance(value, types.ModuleType):
+        stand_in = _Module(value) if _MODULES.get(value.__name__) is value else None
+    elif value is np.r_ or value is np.c_:
+        stand_in = _Joined(value, value is np.c_)
+    elif callable(value) and not isinstance(value, type):    # np.float64 stays a type
+        try:
+            count = 1 if any(value is c for c in _CONVERSIONS) else \
+                _OPERANDS.get(value) or _array_inputs(value)
+        except TypeError:                     # unhashable: not NumPy's
+            return None
+        stand_in = _Stacking(value, count) if count else None
+    else:
+        return None
+    if stand_in is not None:                  # NumPy's objects live as long as NumPy
+        _MADE[id(value)] = (value, stand_in)
+    return stand_in
+
+
+class _Module(types.ModuleType):
+    """A NumPy module whose functions are stand-ins (see the module docstring)."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        super().__init__(module.__name__, module.__doc__)
+        self.__dict__["_module"] = module
+        self.__dict__["srcgrad_stands_in_for"] = module
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        stand_in = _stand_in_of(value)
+        return value if stand_in is None else stand_in
+
+    def __dir__(self) -> list[str]:
+        return dir(self._module)
+
+
+def _namespace(fun: Any) -> dict | None:
+    """The globals the function's code reads (of a method, a partial, a callable object)."""
+    for _ in range(8):
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+        elif inspect.ismethod(fun):
+            fun = fun.__func__
+        elif isinstance(fun, types.FunctionType):
+            return fun.__globals__
+        elif isinstance(vars(type(fun)).get("__call__"), types.FunctionType):
+            fun = vars(type(fun))["__call__"]          # a callable object
+        else:
+            return None
+    return None
+
+
+_TURNS = threading.RLock()
+"""Held while a module shows the stand-ins: they are the module's, seen by every thread, so
+eager runs take turns (one restoring the names would pull them from under another)."""
+
+
+@contextlib.contextmanager
+def stacking_list_operands(fun: Any) -> Iterator[None]:
+    """While the block runs, ``fun``'s module sees NumPy through stand-ins that stack list
+    operands holding Arrays (see the module docstring); its names are then restored."""
+    with _TURNS, _swapped(fun):
+        yield
+
+
+@contextlib.contextmanager
+def _swapped(fun: Any) -> Iterator[None]:
+    namespace = _namespace(fun)
+    swapped: dict[str, tuple[Any, Any]] = {}
+    if namespace is not None:
+        for name, value in list(namespace.items()):
+            stand_in = _stand_in_of(value)
+            if stand_in is not None:
+                swapped[name] = (value, stand_in)
+        for name, (_, stand_in) in swapped.items():
+            namespace[name] = stand_in
+    try:
+        yield
+    finally:
+        for name, (value, stand_in) in swapped.items():
+            if namespace.get(name) is stand_in:      # unless the function rebound it
+                namespace[name] = value

@@ -1,0 +1,390 @@
+"""The transforms users call: ``grad``, ``value_and_grad``, ``vjp``, ``show``.
+
+A transform compiles when it is created (ahead of time): ``.source`` and ``.graph`` can be read
+at once.  When the compiler cannot handle the function it falls back to the eager engine with
+one ``FallbackWarning`` naming the reason (``strict=True`` raises the ``CompileError``).
+
+A safety net (``srcgrad.transforms.safety``) stands behind the compiled code: when it raises, the
+call
+runs again on the eager engine.  The function may be any callable
+(``srcgrad.transforms.callables``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from srcgrad.build.parts import BUILD_LOCK
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.frontend import parse as frontend
+from srcgrad.frontend.freshness import Snapshot
+from srcgrad.frontend.user_methods import static_default
+from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.transforms import pytree, specialise
+from srcgrad.transforms.callables import (
+    Flat,
+    Positions,
+    call_with,
+    describe,
+    plain_signature,
+    refuse_shared_arguments,
+    target,
+    wrt_position,
+)
+from srcgrad.transforms.levels import free_arrays, holds_containers, nested
+from srcgrad.transforms.safety import (
+    EAGER,
+    FILTERS_LOCK,
+    NOT_IN_DASK,
+    PASS_THROUGH,
+    SafetyNet,
+    signature,
+)
+from srcgrad.transforms.specialise import Specialising
+
+__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
+
+BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
+"""The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, Dask
+for Dask arrays, NumPy otherwise; numba is only ever asked for)."""
+
+
+class _ArgumentError(TypeError):
+    """A differentiated argument that is not real floating point (raised as it is)."""
+
+
+class Transform(Specialising, SafetyNet):
+    """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
+
+    def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *, backend: str = "numpy",
+                 strict: bool = False) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; the known backends are "
+                             f"{', '.join(map(repr, BACKENDS))}")
+        functools.update_wrapper(self, fun, updated=())
+        self.__wrapped__ = fun
+        self.kind, self.backend, self.strict = kind, backend, strict
+        self._target, self._prefix, refusal = target(fun)
+        not_plain = frontend.not_plain(self._target)
+        if not_plain is not None:                 # no fallback runs a generator either
+            raise TypeError(not_plain)
+        self._given = (fun, kind, wrt, backend, strict)
+        self._snapshot = Snapshot(self._target)   # free values, to see them rebound
+        self._reads_tensors, self._free_refusal = free_arrays(self._snapshot)
+        self._containers = holds_containers(self._snapshot)   # read again at every call
+        self._signature = inspect.signature(self._target)
+        names = list(self._signature.parameters)
+        self._nparams = len(names)
+        self._call = call_with(self._signature)
+        self._single = not isinstance(wrt, (tuple, list))
+        self._bound_defaults = {i: p.default for i, p in enumerate(
+            self._signature.parameters.values()) if static_default(self._target, p.name)
+            is not None}                          # def f(a, _r=np.sum): np.sum is compiled
+        if self._bound_defaults:
+            self._nparams = -1                    # checked at each call
+        self._positions: Positions | None = None   # *args, keyword-only, **kwargs
+        self._compiled_target: Any = self._target
+        if plain_signature(self._signature):
+            shown = names[len(self._prefix):]
+            self.wrt = tuple(wrt_position(w, shown, fun) + len(self._prefix)
+                             for w in ((wrt,) if self._single else wrt))
+        else:
+            given = () if kind == "vjp" else (wrt,) if self._single else tuple(wrt)
+            self._positions = Positions(self._signature, given, len(self._prefix), fun)
+            self.wrt, self._nparams = self._positions.wrt, -1    # never the positional path
+            if kind == "vjp":                # one cotangent a parameter, *args as a tuple
+                self.wrt = tuple(range(len(self._positions.compiled_values(names))))
+            self._compiled_target = Flat(self._target)
+        self.source: str | None = None
+        self.graph = None
+        self.fallback_reason: str | None = None
+        self._fn: Callable | None = None
+        self._specialised: dict[Any, Callable | None] = {}
+        self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
+        self._namespace: dict = {}
+        self._free: dict = {}
+        self._probe_fn: Callable | None = None
+        self._latest: Callable | None = None    # the newest shape specialisation
+        self._shapes_fixed = False
+        self._written = self._mutated = ()    # positions written in place (not differentiated)
+        self._eager_keys: set = set()         # signatures whose compiled code failed
+        self._vjp = kind == "vjp" and backend != "auto"
+        self._lowered = None                  # the IR the specialisations are emitted from
+        if backend == "auto":               # decided at the first call, by the arrays passed
+            return
+        built = self._build({}, stacklevel=4, refusal=refusal)
+        if built is not None:
+            self.source, self.graph = built.source, built.graph
+            self._fn = built.functions[built.name]
+            self._namespace, self._free = built.functions, built.free
+            from srcgrad.analysis.shapes import shapes_follow_from_inputs
+            self._shapes_fixed = kind != "vjp" and backend in ("numpy", "numba", "cupy") \
+                and not getattr(self._fn, "srcgrad_missing", False) \
+                and shapes_follow_from_inputs(built.ir)
+            self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
+            self._written = tuple(i for i in self._mutated if i not in self.wrt)
+
+    @property
+    def _name(self) -> str:
+        return describe(self.__wrapped__)
+
+    def _build(self, trees: dict, stacklevel: int, refusal: str | None = None) -> Any:
+        """The generic code, its lowered IR kept for the specialisations; with ``trees``,
+        the code for pytree arguments of those structures (lowered anew: the structure
+        changes the lowering)."""
+        from srcgrad.build.reverse import build
+        try:
+            if refusal is not None:
+                raise CompileError(refusal)
+            if trees:
+                built = build(self._compiled_target, self.kind, self.wrt, self._single,
+                              self.backend, trees)
+            else:
+                built, self._lowered = specialise.build(
+                    self._compiled_target, self.kind, self.wrt, self._single, self.backend)
+        except CompileError as exc:
+            if self.strict or isinstance(exc, NoFallback):
+                raise
+            if self.fallback_reason is None:
+                self.fallback_reason = str(exc)
+                warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: "
+                              f"{exc}", FallbackWarning, stacklevel=stacklevel)
+            return None
+        self._snapshot.watch(built.resolved)        # attributes every build bound
+        return built
+
+    # ------------------------------------------------------------- the compiled code
+    def _for_backend(self, args: tuple) -> Transform:
+        """``backend="auto"``: the NumPy, CuPy or Dask transform, by the arrays passed."""
+        leaves = pytree.flatten(list(args))[0]
+        name = "dask" if any(pytree.array_library(a) == "dask" for a in leaves) else \
+            "cupy" if any(hasattr(a, "__cuda_array_interface__") for a in leaves) else "numpy"
+        transform = self._specialised.get(name)
+        if transform is None:
+            with BUILD_LOCK:                  # one transform for all threads
+                transform = self._specialised.get(name)
+                if transform is None:
+                    fun, kind, wrt, _, strict = self._given
+                    transform = Transform(fun, kind, wrt, backend=name, strict=strict)
+                    self._specialised[name] = transform
+        return transform
+
+    def _compiled_for(self, values: list) -> Callable | None:
+        """The compiled function for these arguments: pytree arguments specialise it."""
+        trees = {i: pytree.flatten(values[i])[1] for i in self.wrt
+                 if not pytree.is_leaf(values[i])}
+        if not trees:
+            return self._keywords_left_out(self._fn)
+        key = repr(sorted(trees.items()))
+        if key not in self._specialised:
+            with BUILD_LOCK:                  # unless another thread built it meanwhile
+                if key not in self._specialised:
+                    built = self._build(trees, stacklevel=6)
+                    self._specialised[key] = built.functions[built.name] if built else None
+                    if built is not None:
+                        self.source, self.graph = built.source, built.graph
+                        self.sources[key] = built.source
+        return self._keywords_left_out(self._specialised.get(key))
+
+    def _keywords_left_out(self, fn: Callable | None) -> Callable | None:
+        """The compiled ``fn`` called with one value a parameter, ``**kwargs`` included: it
+        takes them without the ``**kwargs`` (which it does not read)."""
+        positions = self._positions
+        if fn is None or positions is None or len(positions.kinds) == len(
+                positions.compiled_values(positions.kinds)):
+            return fn
+        return lambda *values: fn(*positions.compiled_values(list(values)))
+
+    def __repr__(self) -> str:
+        how = "compiled" if self._fn is not None else "eager fallback"
+        return f"<srcgrad.{self.kind} of {self._name} ({how})>"
+
+
+    def _bind(self, args: tuple, kwargs: dict) -> list:
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    # ------------------------------------------------------------------------ calls
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._snapshot.changed() is not None:  # a global, closure or helper rebound
+            with BUILD_LOCK:                      # built anew once, then swapped in whole:
+                if self._snapshot.changed() is not None:    # other threads' calls meanwhile
+                    fun, kind, wrt, backend, strict = self._given   # see old or new state
+                    fresh = object.__new__(type(self))
+                    fresh.__init__(fun, kind, wrt, backend=backend, strict=strict)
+                    self.__dict__ = fresh.__dict__
+        if self._containers or self._snapshot.arrays:   # filled or set since: read again
+            reads, refusal = free_arrays(self._snapshot)
+            self._reads_tensors = self._reads_tensors or reads
+            if refusal is not None:
+                raise TypeError(refusal)
+        if self._free_refusal is not None:
+            raise TypeError(self._free_refusal)
+        args, kwargs = self._plain_arguments(args, kwargs)
+        positions = self._positions
+        if positions is None or self.backend == "auto":
+            return self._call_parameters(args, kwargs)
+        result = self._call_parameters(args, kwargs)    # gradients by parameter: *args whole
+        if self.kind == "vjp":
+            count = len(self._prefix) + len(args) - positions.npositional
+            backward = result[1]
+            return result[0], lambda ct: positions.by_position(backward(ct), count)
+        if self.kind == "value_and_grad":
+            return result[0], positions.pick(result[1], self._single)
+        return positions.pick(result, self._single)
+
+    def _call_parameters(self, args: tuple, kwargs: dict) -> Any:
+        if self._prefix:
+            args = self._prefix + args
+        latest = self._latest
+        if self.backend == "auto":
+            return self._for_backend(args)(*args[len(self._prefix):], **kwargs)
+        try:
+            if latest is not None and not kwargs and len(args) == self._nparams and not (
+                    self._reads_tensors or nested()):
+                result = latest(*args)     # guarded: it hands other signatures to _dispatch
+            elif self.backend == "dask":
+                result = self._on_dask(args, kwargs)
+            else:
+                result = self._dispatch(args, kwargs)
+        except PASS_THROUGH:
+            raise
+        except _ArgumentError as exc:
+            raise TypeError(str(exc)) from None
+        except Exception as exc:
+            return self._recover(exc, args, kwargs)
+        if result is EAGER:
+            return self._eager(self._bind(args, kwargs))
+        if self._vjp:
+            return result[0], self._safe_backward(result[1], args, kwargs)
+        return result
+
+    def _on_dask(self, args: tuple, kwargs: dict) -> Any:
+        """``_dispatch`` for ``backend="dask"``: arrays of unknown chunk sizes are refused
+        (the gradient divides and scatters by sizes), and NumPy's warn-and-compute fallback
+        for a function Dask lacks raises instead."""
+        unknown = next((a for a in pytree.flatten(list(args) + list(kwargs.values()))[0]
+                        if pytree.array_library(a) == "dask" and any(n != n for n in a.shape)),
+                       None)
+        if unknown is not None:
+            reason = (f"a Dask array of unknown chunk sizes (shape {unknown.shape}) was passed "
+                      f"to {self._name}; call .compute_chunk_sizes() on it first")
+            if self.strict:
+                raise CompileError(reason)
+            warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
+                          FallbackWarning, stacklevel=4)
+            return EAGER
+        with FILTERS_LOCK, warnings.catch_warnings():    # the process's filters: in turns
+            warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
+            return self._dispatch(args, kwargs)
+
+    def _redispatch(self, *args: Any) -> Any:
+        """What a specialisation's guard calls for arguments it was not made for."""
+        return self._dispatch(args, {})
+
+    def _dispatch(self, args: tuple, kwargs: dict) -> Any:
+        """Pick and run the code for these arguments: floats, pytrees, shapes, the generic
+        code; or answer ``EAGER``.  The safety net of ``__call__`` stands around it."""
+        fn = self._fn
+        if fn is not None and not kwargs and len(args) == self._nparams:
+            for i in self.wrt:
+                a = args[i]
+                if not (type(a) is float or type(a) is np.ndarray and a.dtype.kind == "f"):
+                    self._check(args)
+                    break
+            if self._eager_keys and signature(args) in self._eager_keys:
+                return EAGER
+            if self._reads_tensors or nested() or any(isinstance(a, Tensor) for a in args):
+                return EAGER          # differentiated by an outer level: keep the graph
+            if all(type(a) is float for a in args):
+                return self._scalar_version()(*args)
+            if self._mutated:
+                refuse_shared_arguments(args, self._mutated, list(self._signature.parameters))
+            if any(isinstance(args[i], (dict, list, tuple)) for i in self._written):
+                return self._written_container(args)
+            if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
+                return self._by_shapes(args) if self._shapes_fixed else fn(*args)
+        values = self._bind(args, kwargs)
+        self._check(values)
+        if self._positions is not None:
+            try:
+                self._positions.check(values)
+            except TypeError as exc:
+                raise _ArgumentError(str(exc)) from None
+        if any(values[i] is not d for i, d in self._bound_defaults.items()):
+            return EAGER                  # another function than the default compiled in
+        if self._eager_keys and signature(values) in self._eager_keys or self._reads_tensors \
+                or nested() or any(isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
+            return EAGER
+        if self._mutated:
+            refuse_shared_arguments(values, self._mutated, list(self._signature.parameters))
+        if any(isinstance(values[i], (dict, list, tuple)) for i in self._written):
+            return self._written_container(values)
+        fn = self._compiled_for(values) if self.fallback_reason is None else None
+        return fn(*values) if fn is not None else EAGER
+
+    def _plain_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments with every array a plain ndarray: ``np.memmap`` as a view of its
+        memory, any other ndarray subclass (``np.matrix``, masked arrays) a TypeError, as
+        their semantics are not the plain arrays' the rules are written for."""
+        if not kwargs and all(type(a) is float or type(a) is np.ndarray for a in args):
+            return args, kwargs
+        names = list(self._signature.parameters)[len(self._prefix):]
+        shown = names if plain_signature(self._signature) else []
+        args = tuple(pytree.plain_leaves(a, f"the argument {shown[i] if i < len(shown) else i}")
+                     for i, a in enumerate(args))
+        return args, {k: pytree.plain_leaves(v, f"the argument {k}") for k, v in kwargs.items()}
+
+    def _check(self, values: Any) -> None:
+        names = list(self._signature.parameters)
+        for i in self.wrt:
+            if i < len(values):
+                try:
+                    pytree.check_differentiable(values[i], names[i], vjp=self._vjp)
+                except TypeError as exc:
+                    raise _ArgumentError(str(exc)) from None
+
+
+def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
+         strict: bool = False) -> Any:
+    """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
+    if fun is None:
+        return lambda f: grad(f, wrt, backend=backend, strict=strict)
+    return Transform(fun, "grad", wrt, backend=backend, strict=strict)
+
+
+def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
+                   strict: bool = False) -> Any:
+    """Like ``grad``, returning ``(value, gradient)``."""
+    if fun is None:
+        return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
+    return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
+
+
+
+_VJP_CACHE: dict = {}
+
+
+def vjp(fun: Callable, *args: Any, backend: str = "numpy", strict: bool = False) -> tuple:
+    """``(fun(*args), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per argument."""
+    key = (fun, backend, strict)
+    transform = _VJP_CACHE.get(key)
+    if transform is None:
+        n = len(inspect.signature(fun).parameters)
+        transform = _VJP_CACHE[key] = Transform(fun, "vjp", tuple(range(n)), backend=backend,
+                                                strict=strict)
+    return transform(*args)
+
+
+def show(fn: Any) -> None:
+    """Print a transformed function's generated source (or why it fell back)."""
+    source = getattr(fn, "source", None)
+    print(source if source is not None else f"# {getattr(fn, '__qualname__', fn)} runs on the "
+          f"eager engine: {getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")

@@ -1,0 +1,330 @@
+"""Jacobians and Hessians: ``jacfwd``, ``jacrev`` and ``hessian``, as JAX names them.
+
+``jacfwd`` calls the compiled jvp once per element of the argument (one column each),
+``jacrev`` the compiled vjp once per element of the result (one row each), and ``hessian``
+is forward over reverse, computed as reverse over forward (the same matrix): for each
+element ``i`` of the argument, the Jacobian of the directional derivative along ``eᵢ``,
+whose source the compiler generates and then differentiates.  The Jacobian of a result of
+shape ``out`` with respect to an argument of shape ``in`` has shape ``out + in``; pytrees
+give pytrees (the result's structure, each leaf holding the argument's).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
+from srcgrad.transforms import pytree
+from srcgrad.transforms.jvp import Jvp
+from srcgrad.transforms.levels import eager_call
+from srcgrad.transforms.tangent_args import carries, tangent_of_data, with_defaults
+
+__all__ = ["Jacobian", "jacfwd", "jacrev", "hessian"]
+
+
+def _basis(value: Any) -> Iterator[Any]:
+    """Every unit tangent of ``value`` (a pytree): one for each element of each float leaf."""
+    leaves, tree = pytree.flatten(value)
+    zeros = [tangent_of_data(v) for v in leaves]       # an int leaf's tangent: zero
+    for k, leaf in enumerate(leaves):
+        if not pytree.differentiable(leaf):
+            continue
+        for j in range(int(np.size(leaf))):
+            unit = list(zeros)
+            if isinstance(leaf, float):
+                unit[k] = 1.0
+            else:
+                e = np.zeros(np.shape(leaf), dtype=leaf.dtype)     # C order, as the result's
+                e.reshape(-1)[j] = 1
+                unit[k] = e
+            yield pytree.unflatten(tree, unit)
+
+
+def _blocks(outside: Any, inside: Any, block: Any) -> Any:
+    """The Jacobian's pytree: ``outside``'s structure (the result's), each leaf holding
+    ``inside``'s (the argument's), each of those ``block(k, l)`` for result leaf ``k`` and
+    argument leaf ``l`` (None for a leaf that is not differentiable)."""
+    out_leaves, out_tree = pytree.flatten(outside)
+    in_leaves, in_tree = pytree.flatten(inside)
+    return pytree.unflatten(out_tree, [pytree.unflatten(in_tree, [
+        block(k, l) if pytree.differentiable(leaf) else None
+        for l, leaf in enumerate(in_leaves)]) for k in range(len(out_leaves))])
+
+
+def _shaped(parts: list, axis: int, out_leaf: Any, in_leaf: Any) -> Any:
+    """One block of shape ``out + in`` from its columns (``axis=-1``) or rows (``0``)."""
+    dtype = np.result_type(np.asarray(out_leaf).dtype, np.asarray(in_leaf).dtype, np.float32)
+    shape = np.shape(out_leaf) + np.shape(in_leaf)
+    if not parts:
+        return np.zeros(shape, dtype)
+    block = np.stack([np.asarray(p, dtype=dtype) for p in parts], axis=axis).reshape(shape)
+    return float(block) if isinstance(out_leaf, float) and isinstance(in_leaf, float) else block
+
+
+def _starts(leaves: list) -> list[int]:
+    """Where each leaf's unit tangents start in the order of :func:`_basis`."""
+    sizes = [int(np.size(leaf)) if pytree.differentiable(leaf) else 0 for leaf in leaves]
+    return [sum(sizes[:k]) for k in range(len(sizes))]
+
+
+def _from_columns(columns: list, value: Any, arg: Any) -> Any:
+    """The Jacobian from the tangents of ``value`` along each unit tangent of ``arg``."""
+    flat = [pytree.flatten(c)[0] for c in columns]
+    out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
+    starts = _starts(in_leaves)
+
+    def block(k: int, l: int) -> Any:
+        n = int(np.size(in_leaves[l]))
+        return _shaped([col[k] for col in flat[starts[l]:starts[l] + n]], -1,
+                       out_leaves[k], in_leaves[l])
+    return _blocks(value, arg, block)
+
+
+def _from_rows(rows: list, value: Any, arg: Any) -> Any:
+    """The Jacobian from the gradients (shaped as ``arg``) of each unit cotangent of
+    ``value``, in the order of :func:`_basis`."""
+    flat = [pytree.flatten(r)[0] for r in rows]
+    out_leaves, in_leaves = pytree.flatten(value)[0], pytree.flatten(arg)[0]
+    starts = _starts(out_leaves)
+
+    def block(k: int, l: int) -> Any:
+        n = int(np.size(out_leaves[k])) if pytree.differentiable(out_leaves[k]) else 0
+        parts = [row[l] if row[l] is not None else np.zeros(np.shape(in_leaves[l]))
+                 for row in flat[starts[k]:starts[k] + n]]
+        return _shaped(parts, 0, out_leaves[k], in_leaves[l])
+    return _blocks(value, arg, block)
+
+
+class Jacobian:
+    """``jacfwd``/``jacrev``/``hessian`` of ``fun`` with respect to the argument(s) ``wrt``."""
+
+    def __init__(self, fun: Callable, wrt: Any = 0, *, mode: str, backend: str = "numpy",
+                 strict: bool = False) -> None:
+        functools.update_wrapper(self, fun, updated=())
+        if is_grad_transform(fun) and mode != "hessian":
+            mode = "fwd"                           # of a gradient: its jvps are hvps
+        elif is_grad_transform(fun):               # third order: of a function calling it
+            fun = transform_function(fun)
+        self._inner: int | None = None            # of a Jacobian: its argument
+        if isinstance(fun, Jacobian):
+            if fun.mode == "hessian" or not fun._single:
+                raise CompileError(f"{self._kind(mode)} of {fun!r}: derivatives of third order "
+                                   "are compiled by nesting grad and jvp, not of a Jacobian")
+            self._inner, fun, mode = fun.wrt[0], fun.fun, "hessian"
+        self.fun, self.mode, self.backend, self.strict = fun, mode, backend, strict
+        self._single = not isinstance(wrt, (tuple, list))
+        self.wrt = tuple(_position(fun, w) for w in ((wrt,) if self._single else wrt))
+        self._transform: Any = None
+        self._directional: Jvp | None = None
+        if mode == "rev":
+            from srcgrad.transforms.grad import Transform
+            self._transform = Transform(fun, "vjp", self.wrt, backend=backend, strict=strict)
+        elif mode == "hessian":
+            self._directional = Jvp(fun, backend=backend, strict=strict, tangent_only=True)
+        else:
+            self._transform = Jvp(fun, backend=backend, strict=strict)
+        self._rows: dict[Any, Any] = {}
+        self._used: str | None = None              # the source the last Hessian ran
+        if mode == "hessian" and self._single:     # ahead of time, for array arguments
+            try:
+                p = self.wrt[0]
+                self._rows_for(p, p if self._inner is None else self._inner, {}, quiet=True)
+                if self._inner is None:
+                    self._loop(p)
+            except CompileError:
+                self._rows.clear()                 # refused again at the first call
+
+    def _shown(self) -> Any:
+        rows = [r for r in self._rows.values() if isinstance(r, Jacobian)]
+        return rows[-1] if rows else self._transform or self._directional
+
+    @property
+    def source(self) -> str | None:
+        """The generated source the Jacobian runs (for ``hessian``: the reverse-mode code
+        of the directional derivative, which holds the forward-mode code as its primal, and
+        the loop over the unit tangents)."""
+        if self._used is not None:                 # what the last call ran
+            return self._used
+        loops = [r for k, r in self._rows.items() if k[0] == "loop" and r is not None]
+        return loops[-1][1] if loops else getattr(self._shown(), "source", None)
+
+    @property
+    def graph(self) -> Any:
+        return getattr(self._shown(), "graph", None)
+
+    @property
+    def fallback_reason(self) -> str | None:
+        return getattr(self._transform or self._directional, "fallback_reason", None)
+
+    @staticmethod
+    def _kind(mode: str) -> str:
+        return {"fwd": "jacfwd", "rev": "jacrev", "hessian": "hessian"}[mode]
+
+    def __repr__(self) -> str:
+        return f"<srcgrad.{self._kind(self.mode)} of {getattr(self.fun, '__qualname__', self.fun)}>"
+
+    def __call__(self, *args: Any) -> Any:
+        args = with_defaults(self.fun, args)
+        directional = self._directional
+        if directional is not None and directional._snapshot.changed() is not None:
+            directional._built.clear()              # a global of fun rebound: build again
+            self._rows.clear()
+            self._used = None
+        snapshot = (self._transform or directional)._snapshot
+        values, eager = eager_call(snapshot, list(args))
+        if eager:                     # under an eager transform, or Tensors: keep the graph
+            from srcgrad.transforms.fallback import eager_jacobians
+            return eager_jacobians(self, tuple(values))
+        args = tuple(values)
+        if self.mode == "hessian" and self._inner is None and not self._single:
+            return tuple(tuple(self._hessian(args, q, i) for q in self.wrt)   # as JAX nests
+                         for i in self.wrt)
+        out = [self._one(args, p) for p in self.wrt]
+        return out[0] if self._single else tuple(out)
+
+    def _one(self, args: tuple, p: int) -> Any:
+        if not carries(args[p]):
+            pytree.check_differentiable(args[p], f"argument {p}")
+        if self.mode == "hessian":
+            return self._hessian(args, p, p if self._inner is None else self._inner)
+        if self.mode == "rev":
+            value, backward = self._transform(*args)
+            return _from_rows([backward(unit)[p] for unit in _basis(value)], value, args[p])
+        zeros = [_zeros(a) for a in args]
+        value, columns = None, []
+        for unit in _basis(args[p]):
+            tangents = list(zeros)
+            tangents[p] = unit
+            value, column = self._transform(args, tangents)
+            columns.append(column)
+        if value is None:
+            value = self.fun(*copy.deepcopy(args))
+        return _from_columns(columns, value, args[p])
+
+    def _rows_for(self, p: int, inner: int, trees: dict, quiet: bool = False
+                  ) -> Jacobian | None:
+        """The reverse-mode Jacobian, with respect to argument ``inner``, of the derivative
+        along argument ``p`` (one for each pytree structure), or None when the derivative
+        falls back to the eager engine."""
+        key = (p, inner, repr(sorted(trees.items())))
+        if key not in self._rows:
+            built = self._directional.compiled((p,), trees, quiet=quiet)
+            self._rows[key] = None if built is None else Jacobian(   # strict: a failure
+                built.functions[built.name], inner, mode="rev", backend=self.backend,
+                strict=True)                     # falls back to the eager Hessian of fun
+        return self._rows[key]
+
+    def _loop(self, p: int) -> Any:
+        """The Hessian of a scalar function with respect to the array or float argument
+        ``p`` as one generated function (:mod:`srcgrad.transforms.hessian_loop`), or None."""
+        key = ("loop", p)
+        if key not in self._rows:
+            from srcgrad.transforms.hessian_loop import hessian_function
+            built = self._directional.compiled((p,), {})
+            base = getattr(self.fun, "__name__", "f")
+            self._rows[key] = None if built is None else hessian_function(
+                built.functions[built.name], p, base if base.isidentifier() else "function",
+                self.backend, True)
+        return self._rows[key]
+
+    def _hessian(self, args: tuple, p: int, inner: int) -> Any:
+        """The compiled Hessian; when it is refused or fails (``strict=False``), the eager
+        engine's Hessian of ``fun`` itself, with a FallbackWarning (never the eager engine on
+        the generated derivative, which it is not written for)."""
+        key = ("eager", p, inner)
+        if key not in self._rows:
+            try:
+                return self._compiled_hessian(args, p, inner)
+            except CompileError as exc:
+                if self.strict or inner != p or isinstance(exc, NoFallback):
+                    raise
+                self._rows[key] = str(exc)
+                warnings.warn(f"srcgrad falls back to the eager engine for the hessian of "
+                              f"{getattr(self.fun, '__qualname__', self.fun)}: {exc}",
+                              FallbackWarning, stacklevel=4)
+        from srcgrad.transforms.fallback import eager_hessian
+        return eager_hessian(self.fun, args, p)
+
+    def _compiled_hessian(self, args: tuple, p: int, inner: int) -> Any:
+        """Columns ``i``: the Jacobian (reverse mode, with respect to argument ``inner``) of
+        the derivative along ``eᵢ`` of argument ``p``."""
+        x = args[p]
+        if inner == p and (type(x) is float or type(x) is np.ndarray):
+            loop = self._loop(p)
+            if loop is not None:
+                try:
+                    out = loop[0](*args)
+                except Exception:                   # NumPy's own error, a vector result:
+                    self._rows[("loop", p)] = None  # the general path (a safety net) answers
+                else:
+                    self._used = loop[1]
+                    return float(out) if type(x) is float else out
+        rows = self._rows_for(p, inner, {p: pytree.flatten(args[p])[1]}
+                              if not pytree.is_leaf(args[p]) else {})
+        value = self.fun(*copy.deepcopy(args))        # never the caller's arrays
+        if rows is None:                     # the directional derivative fell back: eager
+            if inner != p:
+                raise CompileError(f"{self!r} fell back: {self.fallback_reason}")
+            from srcgrad.transforms.fallback import eager_hessian
+            return eager_hessian(self.fun, args, p)
+        columns = [rows(*args, unit) for unit in _basis(args[p])]
+        self._used = rows.source
+        return _from_columns(columns, _jacobian_shape(value, args[inner]), args[p])
+
+
+def _jacobian_shape(value: Any, inside: Any) -> Any:
+    """A stand-in of the Jacobian's structure and shapes (what the Hessian's columns are)."""
+    out_leaves, out_tree = pytree.flatten(value)
+    in_leaves, in_tree = pytree.flatten(inside)
+    blocks = [pytree.unflatten(in_tree, [np.zeros(np.shape(o) + np.shape(i), np.result_type(
+        np.asarray(o).dtype, np.asarray(i).dtype, np.float32)) for i in in_leaves])
+        for o in out_leaves]
+    return pytree.unflatten(out_tree, blocks)
+
+
+def _count(fun: Callable) -> int:
+    return len(inspect.signature(fun).parameters)
+
+
+def _position(fun: Callable, w: Any) -> int:
+    if isinstance(w, bool) or not isinstance(w, (int, str)):
+        raise TypeError(f"wrt must be an argument position or name, not {w!r}")
+    if isinstance(w, str):
+        names = list(inspect.signature(fun).parameters)
+        if w not in names:
+            raise ValueError(f"{getattr(fun, '__qualname__', fun)} has no parameter {w!r}")
+        return names.index(w)
+    return w
+
+
+def jacfwd(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
+           ) -> Jacobian:
+    """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, column by column."""
+    return Jacobian(fun, wrt, mode="fwd", backend=backend, strict=strict)
+
+
+def jacrev(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
+           ) -> Jacobian:
+    """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, row by row."""
+    return Jacobian(fun, wrt, mode="rev", backend=backend, strict=strict)
+
+
+def hessian(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
+            ) -> Jacobian:
+    """The matrix of second derivatives of ``fun`` with respect to argument(s) ``wrt``."""
+    return Jacobian(fun, wrt, mode="hessian", backend=backend, strict=strict)
+
+
+def _zeros(value: Any) -> Any:
+    """A zero tangent of every leaf of ``value`` (an int's is zero too, as JAX's float0)."""
+    leaves, tree = pytree.flatten(value)
+    return pytree.unflatten(tree, [tangent_of_data(v) for v in leaves])
+

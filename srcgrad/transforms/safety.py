@@ -1,0 +1,264 @@
+"""The safety net behind compiled code (issue 8): when it raises, the call runs again on the
+eager engine.  If that raises too, the error is the answer (NumPy's, or the compiled one of the
+same kind, whose traceback shows the generated line); if not, the compiled code has a bug: one
+``FallbackWarning`` names it and that signature stays eager (``strict=True`` raises
+``CompileError`` instead).  Python floats, which raise where NumPy gives inf or nan, get the
+generic code on NumPy floats first.
+"""
+
+from __future__ import annotations
+
+import linecache
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
+from srcgrad.transforms import pytree
+from srcgrad.transforms.callables import written_container
+
+__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "NOT_IN_DASK", "FILTERS_LOCK"]
+
+NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
+"""Dask's warning before it computes its arrays into NumPy's for a function it lacks (made
+an error while compiled code runs on Dask arrays)."""
+
+FILTERS_LOCK = threading.RLock()
+"""Held while srcgrad's own warning filter is in place (that warning made an error): the
+filters are the process's, and each ``catch_warnings`` restores those it found, so calls
+in several threads take turns (else one would restore the filter another had added)."""
+
+EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
+PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
+_REFUSALS = (RuntimeError, TypeError, ValueError)   # how the engines say what they cannot do
+
+
+class SafetyNet:
+    """The part of a Transform that answers when its compiled code raises."""
+
+    def _eager(self, values: list, compiled: Exception | None = None) -> Any:
+        """The call on the eager engine (after the compiled code raised ``compiled``).
+
+        When it fails, the plain function decides: if that raises, its error is the answer
+        (the compiled one when of the same kind: its traceback shows the generated line).
+        If not, the eager engine cannot run the call either, and that is a CompileError
+        naming the reasons (an error NumPy would not raise never reaches the user), except
+        ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for.  Dask arguments
+        are computed into NumPy arrays first (the eager engine is NumPy's)."""
+        from srcgrad.transforms.fallback import eager_transform, plain_error
+        if self.backend == "dask":
+            import dask
+            values = list(dask.compute(*values))
+        try:
+            result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
+                                     self._call, outer=self._reads_tensors)
+            return (result[0], self._eager_backward(result[1])) if self.kind == "vjp" else result
+        except (MemoryError, CompileError):
+            raise
+        except Exception as exc:
+            error = plain_error(self._target, values, self._call)
+            if error is not None:                     # what the function itself raises
+                raise (compiled if type(compiled) is type(error) else error) from None
+            if isinstance(exc, NonScalarOutput):          # grad of a non-scalar result
+                raise (compiled if isinstance(compiled, ValueError) else exc) from None
+            if getattr(compiled, "not_compiled", False):  # a refusal made at run time
+                raise CompileError(f"srcgrad does not compile {self._name} for these "
+                                   f"arguments: {compiled}") from None
+            if type(compiled) is type(exc) and isinstance(exc, _REFUSALS):
+                raise CompileError(                       # both refuse alike; NumPy does not
+                    f"srcgrad cannot differentiate {self._name} with these arguments: both "
+                    f"engines raised {type(exc).__name__}: {exc}") from compiled
+            if compiled is not None:
+                raise CompileError(f"internal error: the compiled code of {self._name} raised "
+                                   f"{type(compiled).__name__}: {compiled}, and the eager "
+                                   f"engine cannot run it either ({type(exc).__name__}: "
+                                   f"{exc}); please report it") from compiled
+            reason = self.fallback_reason or "its compiled code failed"
+            raise CompileError(f"the eager engine cannot run {self._name} either "
+                               f"({type(exc).__name__}: {exc}); {reason}") from exc
+
+    def _eager_backward(self, backward: Callable) -> Callable:
+        """The eager vjp's backward function: the forward pass ran as NumPy does, so an
+        error of the backward pass is srcgrad's, said as a CompileError."""
+        def vjp_fn(cotangent: Any) -> Any:
+            cotangent = pytree.plain_leaves(cotangent, "the cotangent")
+            try:
+                return backward(cotangent)
+            except PASS_THROUGH:
+                raise
+            except Exception as exc:
+                raise CompileError(f"the eager engine cannot differentiate {self._name} "
+                                   f"({type(exc).__name__}: {exc})") from exc
+        return vjp_fn
+
+    def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
+        """The compiled code raised ``exc``: the eager engine's answer, or the error."""
+        values = self._bind(args, kwargs)
+        if self.backend == "dask":
+            self._refuse_on_dask(exc, values)
+        if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
+                self.fallback_reason is None and any(
+                type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
+            result = self._with_numpy_floats(values)
+            if result is not EAGER:
+                return result
+        result = self._eager(values, exc)
+        self._internal_error(exc, signature(values))
+        return result
+
+    def _refuse_on_dask(self, exc: Exception, values: list) -> None:
+        """Dask's answer to compiled code that raised ``exc``: a CompileError at the user's
+        line for what Dask cannot do lazily (or its linear algebra cannot do on these
+        chunks); the function's own error where it fails alike on these arrays; with
+        ``strict``, a CompileError for anything else (the eager engine would compute every
+        Dask argument on the client)."""
+        from srcgrad.transforms.fallback import plain_error
+        if isinstance(exc, (NotImplementedError, FutureWarning)) or _raised_in(
+                exc, "dask.array.linalg"):
+            exc.not_compiled = True           # Dask cannot do this lazily, or at all
+            if self.strict:
+                raise CompileError(f"Dask cannot compute the derivative of {self._name} "
+                                   f"lazily{_at(exc)}: {str(exc).strip()}") from None
+            return
+        with FILTERS_LOCK, warnings.catch_warnings():   # functions Dask lacks raise
+            warnings.filterwarnings("error", category=FutureWarning, module="dask")
+            error = plain_error(self._target, values, self._call)
+        if error is not None and type(error) is type(exc):
+            raise exc from None               # the function itself fails on these arrays
+        if self.strict:
+            raise CompileError(f"internal error: the compiled code of {self._name} raised "
+                               f"{type(exc).__name__}: {exc}{_at(exc)}; please report it") \
+                from exc
+
+    def _with_numpy_floats(self, values: list) -> Any:
+        """Python floats raise where NumPy gives inf or nan (``1.0 / 0.0`` in an adjoint,
+        ``math.exp(1000.0)`` in the float specialisation): the generic code on NumPy floats
+        answers as the eager engine would, unless the function itself raises."""
+        from srcgrad.transforms.fallback import plain_error
+        numpy_floats = [_map_floats(v, np.float64) for v in values]
+        try:
+            fn = self._compiled_for(numpy_floats)
+            result = fn(*numpy_floats) if fn is not None else EAGER
+        except Exception:  # noqa: BLE001 - the function's own error, or the eager engine
+            result = EAGER
+        error = plain_error(self._target, values, self._call)
+        if error is not None:
+            raise error from None
+        if result is EAGER:
+            return EAGER
+        if self._vjp:
+            return result[0], self._safe_backward(result[1], tuple(values), {})
+        value, grads = result if self.kind == "value_and_grad" else (None, result)
+        grads = tuple(_floats_like(g, values[i]) for g, i in zip(
+            (grads,) if self._single else grads, self.wrt))
+        grads = grads[0] if self._single else grads
+        return (value, grads) if self.kind == "value_and_grad" else grads
+
+    def _written_container(self, values: Any) -> Any:
+        """The code writes into what an argument not differentiated holds: compiled for an
+        array, so a list, tuple or dict of arrays runs eagerly (``strict``: refused)."""
+        reason = written_container(self._name, list(self._signature.parameters), values,
+                                   self._written)
+        if self.strict:
+            raise CompileError(reason)
+        if signature(values) not in self._eager_keys:
+            self._eager_keys.add(signature(values))
+            warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
+                          f"arguments: {reason}", FallbackWarning, stacklevel=4)
+        return EAGER
+
+    def _internal_error(self, exc: Exception, key: Any) -> None:
+        if getattr(exc, "not_compiled", False):     # a refusal the lowering could not make
+            message = f"the compiled code of {self._name} does not model these arguments: {exc}"
+            if self.strict:
+                raise CompileError(message) from None
+        else:
+            message = (f"internal error: the compiled code of {self._name} raised "
+                       f"{type(exc).__name__}: {exc}, where the eager engine does not")
+        if self.strict:
+            raise CompileError(message + "; please report it") from exc
+        self._eager_keys.add(key)
+        self._latest = None
+        warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
+                      f"arguments: {message}", FallbackWarning, stacklevel=4)
+
+    def _safe_backward(self, backward: Callable, args: tuple, kwargs: dict) -> Callable:
+        """A vjp's backward function, with the same safety net as the forward call."""
+        def vjp_fn(cotangent: Any) -> Any:
+            cotangent = pytree.plain_leaves(cotangent, "the cotangent")
+            try:
+                if self.backend != "dask":
+                    return backward(cotangent)
+                with FILTERS_LOCK, warnings.catch_warnings():
+                    warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
+                    return backward(cotangent)
+            except PASS_THROUGH:
+                raise
+            except Exception as exc:
+                values = self._bind(args, kwargs)
+                if self.backend == "dask":
+                    self._refuse_on_dask(exc, values)
+                grads = self._eager(values, exc)[1](cotangent)
+                self._internal_error(exc, signature(values))
+                return grads
+        return vjp_fn
+
+
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """Whether ``exc`` was raised inside ``package`` (its innermost frame): Dask's linear
+    algebra refuses what its blocks cannot do (chunks that are not square, stacks)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return module == package or module.startswith(package + ".")
+
+
+def _at(exc: BaseException) -> str:
+    """`` at file.py:12  code``: the user's line whose generated code raised ``exc`` (the
+    comment above the generated line in the transform's function), or nothing."""
+    tb, where = exc.__traceback__, None
+    while tb is not None and where is None:          # the outermost: the transform's own
+        if tb.tb_frame.f_code.co_filename.startswith("<srcgrad "):
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if where is None:
+        return ""
+    lines = linecache.getlines(where[0])[:where[1]]
+    comment = next((line.strip()[2:] for line in reversed(lines)
+                    if line.strip().startswith("# ")), None)
+    return f" at {comment.removeprefix('adjoint of ')}" if comment else ""
+
+
+def _map_floats(value: Any, to: Callable) -> Any:
+    """``value`` with its Python float leaves passed through ``to``."""
+    flat, structure = pytree.flatten(value)
+    return pytree.unflatten(structure, [to(v) if type(v) is float else v for v in flat])
+
+
+def _floats_like(grad: Any, original: Any) -> Any:
+    """A gradient whose leaves are Python floats where the argument's were."""
+    flat, structure = pytree.flatten(grad)
+    kinds = pytree.flatten(original)[0]
+    if len(kinds) != len(flat):
+        return grad
+    return pytree.unflatten(structure, [float(g) if type(o) is float and g is not None else g
+                                        for g, o in zip(flat, kinds)])
+
+
+def _key(values: Any) -> Any:
+    """A hashable signature: types, shapes and dtypes, through pytrees."""
+    if isinstance(values, (list, tuple)):
+        return (type(values), tuple(_key(v) for v in values))
+    if isinstance(values, dict):
+        return (dict, tuple((repr(k), _key(values[k])) for k in sorted(values, key=repr)))
+    if isinstance(values, (np.ndarray, np.generic)) or pytree.array_library(values):
+        return (type(values), values.shape, values.dtype.str)
+    return type(values)
+
+
+def signature(values: Any) -> tuple:
+    return tuple(_key(v) for v in values)
