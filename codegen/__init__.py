@@ -1,1 +1,1 @@
-"""srcgrad's code generator: reverse and forward emitters, backends and passes (issue 3)."""
+"""srcgrad's code generator: reverse and forward emitters, backends and passes."""

@@ -143,16 +143,14 @@ def _specialised(functions: list[ast.FunctionDef], backend: Backend, facts: dict
         if fn is not None and backend.name == NUMPY.name:
             reuse_buffers(fn, facts)
         return []
-    taken = taken | {backend.alias, "math", "np", "cp", "numba"} | set(
-        getattr(emitter, "names", ())) | {
+    taken = taken | {backend.alias, "math", "np", "cp", "numba"} | set(emitter.names) | {
         node.id for f in functions for node in ast.walk(f) if isinstance(node, ast.Name)}
     looped: list[str] = []
     loops = getattr(facts, "loops", None)        # loop bodies' facts (loop_sites.ShapeFacts)
-    if loops and hasattr(emitter, "loops"):
+    if loops:
         looped = [_comments(k) for k in emitter.loops(functions, fn, loops, taken)]
     kernels: list[str] = []
-    regions = find_regions(fn, facts, taken, alias=backend.alias,
-                           supports=getattr(emitter, "supports", None))
+    regions = find_regions(fn, facts, taken, alias=backend.alias, supports=emitter.supports)
     for region in reversed(regions):             # later statements first: indices hold
         try:
             source = emitter.kernel(region)
@@ -172,7 +170,8 @@ def load(text: str, label: str, free: dict[str, Any], backend: Backend | str = N
     text imports its own array library: ``backend`` is not needed to run it.)  ``fused``: a
     specialised module, whose kernels may need a real file (numba's on-disk cache); those
     are written to one and imported from it."""
-    if fused and getattr(as_backend(backend).kernels, "file_backed", False):
+    kernels = as_backend(backend).kernels if fused else None
+    if kernels is not None and kernels.file_backed:
         from srcgrad.codegen.backends.numba.kernel_files import load_from_file
         return load_from_file(text, label, free)
     digest = hashlib.sha1(text.encode()).hexdigest()[:10]

@@ -3,6 +3,5 @@
 Light by design: it needs NumPy only (never networkx or the code generator).
 """
 
+from srcgrad.runtime import eager as _eager  # noqa: F401  (Tensor and its operations)
 from srcgrad.runtime import rules as _rules  # noqa: F401  (fills the rule table)
-from srcgrad.runtime.eager import ops as _ops  # noqa: F401  (installs Tensor's operations)
-from srcgrad.runtime.eager import views as _views  # noqa: F401  (installs views and writes)

@@ -8,7 +8,6 @@ source (``srcgrad.transforms.grad``); ``srcgrad.Tensor`` is PyTorch's eager auto
 from srcgrad import autograd, cuda, linalg, nn, optim, viz
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.runtime.device import device
-from srcgrad.runtime.eager import ops as _ops  # noqa: F401  (installs Tensor's operations)
 from srcgrad.runtime.eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from srcgrad.runtime.eager.dtypes import bool_ as bool  # noqa: A004
 from srcgrad.runtime.eager.dtypes import (
@@ -73,3 +72,17 @@ float = float32  # noqa: A001
 int = int32  # noqa: A001
 
 __version__ = "0.1.0"
+
+_PUBLIC_MODULES = ("autograd", "cuda", "linalg", "nn", "optim", "viz")
+"""The public submodules; the others (``frontend``, ``transforms``, ``codegen`` ...) are
+reached by their full path, as internals."""
+
+__all__ = sorted(n for n, v in globals().items()
+                 if not n.startswith("_")
+                 and (not isinstance(v, type(autograd)) or n in _PUBLIC_MODULES))
+
+
+def __dir__() -> list[str]:
+    """``dir(srcgrad)`` lists the public API only: the import system also binds each loaded
+    internal package (``srcgrad.frontend`` ...) as an attribute, which is no part of it."""
+    return [*__all__, "__version__"]

@@ -64,7 +64,7 @@ class MissingBackend(RuntimeError):
 
 
 class NonScalarOutput(ValueError):
-    """``grad`` of a function whose result is not a scalar (SPEC §2: a ValueError naming vjp)."""
+    """``grad`` of a function whose result is not a scalar (a ValueError that points to vjp)."""
 
 
 class FallbackWarning(UserWarning):

@@ -74,7 +74,7 @@ def _profiled(f, stage: str) -> dict[tuple[str, str], int]:
 
 # Known quadratic work outside this module's files, to be made linear by their owners:
 # srcgrad/frontend/sharing.py check_block_writes scans the whole scope for each block that writes in
-# place (``self.holders(skip=name)``; ``self.holders_of(mine, skip=name)`` is linear), and
+# place (``aliases.holders(skip=name)``; ``aliases.holders_of(mine, skip=name)`` is linear), and
 # codegen/emit/reverse.py ``cotangent`` scans the whole body for each tuple-valued statement.
 _QUADRATIC_ELSEWHERE = {("loops", "grad")}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import copy
 import cProfile
+import dataclasses
 import importlib.util
 import pstats
 import sys
@@ -21,9 +22,18 @@ import pytest
 import srcgrad
 from srcgrad.codegen import module
 from srcgrad.codegen.backends import base as backends
-from srcgrad.codegen.backends.base import NUMBA, Backend, as_backend
+from srcgrad.codegen.backends.base import NUMBA, as_backend
 from srcgrad.codegen.backends.fusion.partition import find_regions
-from srcgrad.codegen.backends.fusion.regions import Apply, Let, Lit, Note, Reduce, Ref, Update
+from srcgrad.codegen.backends.fusion.regions import (
+    Apply,
+    KernelEmitter,
+    Let,
+    Lit,
+    Note,
+    Reduce,
+    Ref,
+    Update,
+)
 from srcgrad.errors import MissingBackend
 
 F64, BOOL, F32 = np.dtype(np.float64), np.dtype(np.bool_), np.dtype(np.float32)
@@ -54,7 +64,7 @@ def _text(e):
     return f"np.{e.func.__name__}({', '.join(_text(a) for a in e.args)})"
 
 
-class NumpyKernels:
+class NumpyKernels(KernelEmitter):
     """A stand-in KernelEmitter: each region as plain NumPy over its steps."""
 
     def prelude(self):
@@ -84,6 +94,11 @@ class NumpyKernels:
         return [f"{outputs}= {call}"] if outputs else [call]
 
 
+def _numba_with(kernels):
+    """``backend="numba"`` with another kernel emitter, needing no numba."""
+    return dataclasses.replace(NUMBA, kernels=kernels, library=None, extra=None)
+
+
 @pytest.fixture
 def numba_as(monkeypatch):
     """Make ``backend="numba"`` mean the given backend, for this test."""
@@ -103,7 +118,7 @@ def specialised(monkeypatch, numba_as):
         seen.append((copy.deepcopy(fn), dict(facts), set(taken)))
         return find_regions(fn, facts, taken, **how)
     monkeypatch.setattr(module, "find_regions", recording)
-    numba_as(Backend("numba", "numpy", "np", kernels=NumpyKernels()))
+    numba_as(_numba_with(NumpyKernels()))
 
     def run(f, *args):
         srcgrad.grad(f, backend="numba", strict=True)(*args)
@@ -330,7 +345,7 @@ def test_the_pass_is_linear_in_the_length_of_the_function():
     (row_lse, [(3, 4), (2, 5), (3, 4)]),
 ])
 def test_kernels_end_to_end_with_a_stand_in_emitter(numba_as, f, shapes):
-    numba_as(Backend("numba", "numpy", "np", kernels=NumpyKernels()))
+    numba_as(_numba_with(NumpyKernels()))
     g, ref = srcgrad.grad(f, backend="numba", strict=True), srcgrad.grad(f)
     rng = np.random.default_rng(3)
     for shape in shapes:
@@ -347,7 +362,7 @@ def test_kernels_end_to_end_with_a_stand_in_emitter(numba_as, f, shapes):
 
 
 def test_specialised_modules_are_deterministic(numba_as):
-    numba_as(Backend("numba", "numpy", "np", kernels=NumpyKernels()))
+    numba_as(_numba_with(NumpyKernels()))
     texts = []
     for _ in range(2):
         g = srcgrad.grad(row_lse, backend="numba", strict=True)

@@ -7,6 +7,8 @@ Hessian running alone and built deterministically."""
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import pytest
 
@@ -213,3 +215,29 @@ def test_hessian_source_runs_standalone_and_is_deterministic(name):
     fn = rebound(case.fn)
     want = jax.jit(lambda *a: jax.jvp(jax.grad(fn), a, (along, *zeros))[1])(*case.args)
     assert_tree_close(backward(1.0)[0], want, 1e-12, 1e-12)
+
+
+def _named_like_the_hessian_loop(params, n, units):
+    return np.sum(params ** 3) * n + np.sum(np.sin(params)) * units
+
+
+def _looping_hessian(x):
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(np.sin(x * (i + 1)))
+    return s
+
+
+@pytest.mark.parametrize("fun, args, exact", [
+    (_named_like_the_hessian_loop, (2.0, 3.0),
+     lambda x: np.diag(6 * x * 2.0 - np.sin(x) * 3.0)),
+    (_looping_hessian, (), lambda x: np.diag(-sum((i + 1) ** 2 * np.sin(x * (i + 1))
+                                                   for i in range(3)))),
+])
+def test_hessian_loop_keeps_user_names_apart(fun, args, exact):
+    """The Hessian's loop is built as an AST from a template whose placeholder names
+    (``params``, ``n``, ``units``) may be the user's own: hoisted and plain loop alike."""
+    x = np.array([0.3, -0.7, 1.1])
+    h = srcgrad.hessian(fun, strict=True)
+    np.testing.assert_allclose(h(x, *args), exact(x), rtol=1e-12, atol=1e-12)
+    ast.parse(h.source)

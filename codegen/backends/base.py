@@ -11,20 +11,29 @@ A backend with ``kernels`` (a :class:`~srcgrad.codegen.backends.fusion.regions.K
 ``CUPY``) runs the fused regions of its shape-specialised modules as kernels (see
 :func:`srcgrad.codegen.module.render`); the emitters are imported when first used, so
 importing the backends imports neither numba nor CuPy.
+
+A backend also answers what the transforms ask of it when they run (whether its code is
+specialised for shapes, which arrays are its library's, what happens to its arrays before
+the eager engine takes them ...), so that no transform tells backends apart by name.  The
+user-facing names, ``"auto"`` and the default are kept by
+:mod:`srcgrad.codegen.backends.registry`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import re
+import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Backend", "NUMPY", "NUMBA", "CUPY", "DASK", "MATH", "as_backend", "LazyKernels",
-           "NotInBackend"]
+           "NotInBackend", "FILTERS_LOCK", "NOT_IN_DASK"]
 
 MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log: "log",
               np.sqrt: "sqrt", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
@@ -35,6 +44,13 @@ MATH_NAMES = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.exp: "exp", np.log
 """NumPy ufuncs that Python's ``math`` module has, by their ``math`` name."""
 
 _PRIVATE_MODULES = ("_core", "core", "fromnumeric", "numeric", "_linalg", "multiarray")
+
+FILTERS_LOCK = threading.RLock()
+"""Held while srcgrad's own warning filters are in place (a library's warnings made errors):
+the filters are the process's, and each ``catch_warnings`` restores those it found, so calls
+in several threads take turns (else one would restore the filter another had added)."""
+
+_NOTHING = contextlib.nullcontext()
 
 
 class NotInBackend(LookupError):
@@ -74,9 +90,58 @@ class Backend:
     helpers: Any = None
     writes_in_place: bool = True
     renamed: Any = None
+    specialises_shapes: bool = True
+    specialises_loops: bool = False
+    array_class: str | None = None
+    array_interface: str | None = None
+    by_arrays: bool = False
+    unfused_as: Backend | None = None
+    refuses_arrays: bool = False
+    eager_takes_arrays: bool = True
+    compiled_warnings: tuple[dict[str, Any], ...] = ()
+    plain_warnings: tuple[dict[str, Any], ...] = ()
+    runtime: Any = None
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
+
+    # ------------------------------------------------------------- run-time hooks
+    @property
+    def unfused(self) -> Backend:
+        """The backend its code is written for where no kernels are fused."""
+        return self.unfused_as or self
+
+    def owns(self, x: Any) -> bool:
+        """Whether ``x`` is an array of this backend's own library (told by its class)."""
+        kind = type(x)
+        return self.array_class is not None and kind.__name__ == self.array_class and \
+            kind.__module__.partition(".")[0] == self.module.partition(".")[0]
+
+    def picks(self, x: Any) -> bool:
+        """Whether ``"auto"`` runs on this backend for an argument ``x``."""
+        return self.owns(x) or (self.array_interface is not None
+                                and hasattr(x, self.array_interface))
+
+    def refusal(self, leaves: list, name: str) -> str | None:
+        """Why its code for the function ``name`` cannot take these arguments, or None."""
+        return self.runtime.refusal(leaves, name) if self.refuses_arrays else None
+
+    def eager_arguments(self, values: list) -> list:
+        """The arguments as the eager engine takes them."""
+        return values if self.eager_takes_arrays else self.runtime.eager_arguments(values)
+
+    def own_refusal(self, exc: BaseException, name: str, where: str) -> str | None:
+        """Where ``exc`` is the library refusing what the code asks of it: the message
+        (``where``: the user's line) that ``strict`` raises; else None."""
+        return None if self.runtime is None else self.runtime.own_refusal(exc, name, where)
+
+    def compiled_code(self) -> contextlib.AbstractContextManager:
+        """The context its compiled code runs in (``compiled_warnings`` made errors)."""
+        return _raising(self.compiled_warnings)
+
+    def plain_code(self) -> contextlib.AbstractContextManager:
+        """The context the plain function runs in after the compiled code failed."""
+        return _raising(self.plain_warnings)
 
     @property
     def import_line(self) -> str:
@@ -137,6 +202,34 @@ class Backend:
         return None if self.helpers is None else self.helpers.get(name)
 
 
+class _Raising:
+    """A context in which the warnings ``filters`` select (``filterwarnings`` keywords) are
+    raised as errors, under :data:`FILTERS_LOCK`."""
+
+    def __init__(self, filters: tuple[dict[str, Any], ...]) -> None:
+        self.filters, self.caught = filters, warnings.catch_warnings()
+
+    def __enter__(self) -> None:
+        FILTERS_LOCK.acquire()
+        try:
+            self.caught.__enter__()
+        except BaseException:
+            FILTERS_LOCK.release()
+            raise
+        for keywords in self.filters:
+            warnings.filterwarnings("error", **keywords)
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.caught.__exit__(*exc)
+        finally:
+            FILTERS_LOCK.release()
+
+
+def _raising(filters: tuple[dict[str, Any], ...]) -> contextlib.AbstractContextManager:
+    return _Raising(filters) if filters else _NOTHING
+
+
 def elementwise_function(target: Any) -> Any:
     """The NumPy function a library's elementwise function stands for (Dask's ufuncs and
     their wrappers, which take what NumPy's take: numbers and NumPy arrays too), or None."""
@@ -180,22 +273,32 @@ class LazyKernels:
         return f"<kernels {self.module}.{self.attribute}>"
 
 
+NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
+"""Dask's warning before it computes its arrays into NumPy's for a function it lacks (made
+an error while compiled code runs on Dask arrays)."""
+
 NUMPY = Backend("numpy", "numpy", "np")
 NUMBA = Backend("numba", "numpy", "np", library="numba", extra="numba",
-                kernels=LazyKernels("srcgrad.codegen.backends.numba.kernels", "NUMBA_KERNELS"))
+                kernels=LazyKernels("srcgrad.codegen.backends.numba.kernels", "NUMBA_KERNELS"),
+                specialises_loops=True, unfused_as=NUMPY)
 CUPY = Backend("cupy", "cupy", "cp", library="cupy", extra="cuda",
-               kernels=LazyKernels("srcgrad.codegen.backends.cupy.kernels", "CUPY_KERNELS"))
+               kernels=LazyKernels("srcgrad.codegen.backends.cupy.kernels", "CUPY_KERNELS"),
+               array_class="ndarray", array_interface="__cuda_array_interface__")
 MATH = Backend("math", "numpy", "np", scalar=True)
 DASK = Backend("dask", "dask.array", "da", library="dask", extra="dask", keeps_numpy=True,
                helpers=LazyKernels("srcgrad.codegen.backends.dask.helpers", "HELPERS"),
                writes_in_place=False,
                renamed={np.array: "array", np.asarray: "asarray",   # of data: Dask's
                         np.conjugate: "conj", np.copy: "asarray", np.linalg.matmul: "matmul",
-                        np.linalg.outer: "outer", np.linalg.tensordot: "tensordot"})
+                        np.linalg.outer: "outer", np.linalg.tensordot: "tensordot"},
+               specialises_shapes=False, array_class="Array", refuses_arrays=True,
+               eager_takes_arrays=False,
+               compiled_warnings=({"message": NOT_IN_DASK, "category": FutureWarning},),
+               plain_warnings=({"category": FutureWarning, "module": "dask"},),
+               runtime=LazyKernels("srcgrad.codegen.backends.dask.runtime", "RUNTIME"))
 
-_BY_NAME = {"numpy": NUMPY, "np": NUMPY, "numba": NUMBA, "cupy": CUPY, "cp": CUPY,
-            "dask": DASK, "da": DASK,
-            "math": MATH}
+_BY_NAME = {**{b.alias: b for b in (NUMPY, CUPY, DASK)},       # the namespaces callers pass
+            **{b.name: b for b in (NUMPY, NUMBA, CUPY, DASK, MATH)}}
 
 
 def as_backend(backend: Backend | str) -> Backend:

@@ -41,17 +41,15 @@ from srcgrad.codegen.passes.liveness import (
     tree_copy,
     ufunc,
 )
+from srcgrad.runtime.rules.operators import OPERATORS
 
 __all__ = ["reuse_buffers"]
 
 Info = tuple  # (shape, dtype): an np.dtype, or float / int / complex for a Python scalar
 
-# Python's operators on arrays, as the ufuncs NumPy calls for them
-_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
-           ast.FloorDiv: np.floor_divide, ast.Mod: np.remainder, ast.Pow: np.power}
-_UNARY = {ast.USub: np.negative, ast.UAdd: np.positive, ast.Invert: np.invert}
-_COMPARE = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less, ast.LtE: np.less_equal,
-            ast.Gt: np.greater, ast.GtE: np.greater_equal}
+# Python's elementwise operators on arrays, as the ufuncs NumPy calls for them (not ``@``)
+_ELEMENTWISE = {op: p.fn for op, p in OPERATORS.items() if p.fn.signature is None}
+_MATMUL = OPERATORS[ast.MatMult].fn
 _CREATE = frozenset({np.zeros, np.ones, np.full, np.empty})   # new arrays from a shape
 _DYNAMIC = frozenset({"locals", "vars", "eval", "exec", "globals"})
 _PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call,
@@ -299,13 +297,13 @@ def _out_call(node: ast.expr, buffer: str) -> ast.Call:
 
 def _operands(node: ast.AST) -> tuple[Any, list[ast.expr]] | None:
     """The ufunc an elementwise node computes, and its operands."""
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _BINOPS[type(node.op)], [node.left, node.right]
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)], [node.operand]
+    if isinstance(node, ast.BinOp) and type(node.op) in _ELEMENTWISE:
+        return _ELEMENTWISE[type(node.op)], [node.left, node.right]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _ELEMENTWISE:
+        return _ELEMENTWISE[type(node.op)], [node.operand]
     if (isinstance(node, ast.Compare) and len(node.ops) == 1
-            and type(node.ops[0]) in _COMPARE):
-        return _COMPARE[type(node.ops[0])], [node.left, node.comparators[0]]
+            and type(node.ops[0]) in _ELEMENTWISE):
+        return _ELEMENTWISE[type(node.ops[0])], [node.left, node.comparators[0]]
     func = ufunc(node)
     if (func is not None and not node.keywords and len(node.args) == func.nin
             and not any(isinstance(a, ast.Starred) for a in node.args)):
@@ -336,7 +334,7 @@ def _matmul(a: Info | None, b: Info | None) -> Info | None:
         return None
     try:
         batch = np.broadcast_shapes(left[:-2], right[:-2])
-        dtype = np.matmul.resolve_dtypes((da, db, None))[-1]
+        dtype = _MATMUL.resolve_dtypes((da, db, None))[-1]
     except (TypeError, ValueError):
         return None
     rows = (left[-2],) if len(sa) > 1 else ()           # a 1-d operand's axis goes

@@ -381,8 +381,3 @@ Tensor.mv = lambda self, other: apply(P(np.matmul), "MvBackward0", (self, other)
 Tensor.dot = lambda self, other: apply(P(np.matmul), "DotBackward0", (self, other))
 Tensor.outer = Tensor.ger = lambda self, other: self.reshape(-1, 1) * other  # as PyTorch
 Tensor.trace = lambda self: apply(P(np.trace), "TraceBackward0", (self,))
-
-
-from srcgrad.runtime.eager import conversions as _conversions  # noqa: E402,F401  (to NumPy, text)
-from srcgrad.runtime.eager import methods as _methods  # noqa: E402,F401  (more methods)
-from srcgrad.runtime.eager import selection as _selection  # noqa: E402,F401

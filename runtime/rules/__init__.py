@@ -45,6 +45,32 @@ which
   adjoint would change which gradient entries are NaN); ``"select"`` (``x[index]``),
   ``"drop_axis"``/``"new_axis"`` (squeeze, expand_dims over ``axis``), ``"rearrange"``
   (each entry of the result is one of the input's: reshape, transpose).
+
+Hints the backends read to compute an operation in a kernel (the primitive of a NumPy function
+as code names it: :func:`~srcgrad.runtime.rules.operators.operation`):
+
+- ``operator``: the ``ast`` operator NumPy's arrays compute it for (``ast.Add``: ``x + y`` is
+  ``np.add``); :data:`~srcgrad.runtime.rules.operators.OPERATORS` is the table they make;
+- ``fused_operator``: written as its operator, a fused region may hold it (``+ - * / **``,
+  unary ``-``/``+``, comparisons); a ufunc called by name fuses whatever its operator;
+- ``python_raises``: its operator raises on Python numbers where NumPy gives inf or nan;
+- ``power_of``: NumPy's ``x ** c`` of an array, ``c`` this constant, is this ufunc
+  (``np.sqrt`` for 0.5); ``numerator``: of floats it is ``numerator / x`` (reciprocal);
+- ``reduce_from``: what a reduction by it starts from (0; -inf for a maximum, inf for a
+  minimum); ``reduces_with``: the ufunc whose ``reduce`` it is (``np.sum``: ``np.add``);
+- ``numba``: how a numba kernel writes it, ``(kind, ...)``: ``operator`` (its ``operator``),
+  ``logical``/``bitwise`` (an ``ast`` operator, over truth values or over integers),
+  ``ternary`` (``np.where``), ``not``, ``builtin`` (a builtin's name), ``exponent``
+  (``x ** power_of``), ``quotient``
+  (``numerator / x``), ``call`` (``np.<name>(...)``, numba's); ``f64_twin``: a float64
+  function of the numba kernels' libm (``<name>_f64``) computes it, ``"fast"`` (vectorised)
+  or ``"zeros"`` (numba's own differs in signed zeros: always used); ``numba_arrays``: numba
+  compiles it on float64 arrays too, with NumPy's results (the loop kernels);
+- ``cuda``: how CUDA C writes it, ``(kind, ...)``: ``call`` (C's function of that name),
+  ``predicate``, ``infix``, ``unary``, ``compare`` (C's operator), ``logical``/``bits``
+  (over truth values; ``bits`` of bools only), ``helper`` (a device function: its template,
+  a comment, and an inline form for a name), ``quotient``, ``ternary``; ``cuda_bool``: the C
+  operator it is on bools (NumPy's ``True + True`` is True: ``||``).
 """
 
 from srcgrad.runtime.rules.arrays import *

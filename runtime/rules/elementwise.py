@@ -4,6 +4,7 @@ complex-number functions of real values, and Python's ``math`` functions."""
 
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
@@ -174,14 +175,21 @@ for _f in (np.argmax, np.argmin, np.argsort):
     defvjp(_f, None, dtype_rule="index")
 defvjp(np.floor_divide, None, None)
 
-# How Python source writes these (hints for the emitters: see rules/__init__.py).
-for _f, _op in ((np.add, "+"), (np.subtract, "-"), (np.multiply, "*"), (np.divide, "/"),
-                (np.power, "**"), (np.remainder, "%"), (np.floor_divide, "//")):
-    lookup(_f).spelling = ("operator", _op)
-for _f, _op in ((np.less, "<"), (np.less_equal, "<="), (np.greater, ">"),
-                (np.greater_equal, ">="), (np.equal, "=="), (np.not_equal, "!=")):
-    lookup(_f).spelling = ("compare", _op)
-lookup(np.negative).spelling = ("unary", "-")
+# How Python source writes these, and the operator NumPy's arrays compute with each (hints for
+# the emitters and backends: see rules/__init__.py).  ``+x`` is printed np.positive(x).
+for _f, _op, _node in ((np.add, "+", ast.Add), (np.subtract, "-", ast.Sub),
+                       (np.multiply, "*", ast.Mult), (np.divide, "/", ast.Div),
+                       (np.power, "**", ast.Pow), (np.remainder, "%", ast.Mod),
+                       (np.floor_divide, "//", ast.FloorDiv)):
+    lookup(_f).spelling, lookup(_f).operator = ("operator", _op), _node
+_COMPARISONS = ((np.less, "<", ast.Lt), (np.less_equal, "<=", ast.LtE),
+                (np.greater, ">", ast.Gt), (np.greater_equal, ">=", ast.GtE),
+                (np.equal, "==", ast.Eq), (np.not_equal, "!=", ast.NotEq))
+for _f, _op, _node in _COMPARISONS:
+    lookup(_f).spelling, lookup(_f).operator = ("compare", _op), _node
+    lookup(_f).cuda = ("compare", _op)              # C compares as Python does
+lookup(np.negative).spelling, lookup(np.negative).operator = ("unary", "-"), ast.USub
+lookup(np.positive).operator = ast.UAdd
 pow_scalar.spelling = ("operator", "**", "p")
 pow_scalar.folds_seed = rsub.folds_seed = True     # their rules fold a number g, as ufuncs'
 for _f in (np.add, np.subtract, np.multiply, np.negative, np.positive, np.abs, np.floor_divide,
@@ -191,6 +199,65 @@ for _f, _how in ((np.add, "plus"), (np.subtract, "minus"), (np.multiply, "times"
                  (np.divide, "over"), (np.negative, "negated"), (np.exp, "exponential"),
                  (np.log, "logarithm"), (np.where, "choice")):
     lookup(_f).shift = _how                         # under a shift: see srcgrad.analysis.shift
+
+# How compiled kernels compute them (hints for the backends: see rules/__init__.py).
+_ARITHMETIC = (np.add, np.subtract, np.multiply, np.divide, np.power)
+for _f in (*_ARITHMETIC, np.negative, np.positive, *(c[0] for c in _COMPARISONS)):
+    lookup(_f).fused_operator = True                # a fused region holds it as its operator
+for _f in (*_ARITHMETIC, np.remainder, np.floor_divide, np.negative, np.positive,
+           *(c[0] for c in _COMPARISONS)):
+    lookup(_f).numba = ("operator",)
+for _f in (np.divide, np.power, np.remainder, np.floor_divide):
+    lookup(_f).python_raises = True
+lookup(np.sqrt).power_of, lookup(np.square).power_of = 0.5, 2
+lookup(np.reciprocal).numerator = 1.0
+lookup(np.add).reduce_from, lookup(np.maximum).reduce_from = 0, -math.inf
+lookup(np.minimum).reduce_from = math.inf
+for _f, _node in ((np.logical_and, ast.BitAnd), (np.logical_or, ast.BitOr),
+                  (np.logical_xor, ast.BitXor)):
+    lookup(_f).numba = ("logical", _node)           # over truth values: ``a != 0`` first
+lookup(np.where).numba, lookup(np.logical_not).numba = ("ternary",), ("not",)
+lookup(np.absolute).numba = ("builtin", "abs")
+lookup(np.square).numba, lookup(np.reciprocal).numba = ("exponent",), ("quotient",)
+for _n in ("sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh exp exp2 "
+           "expm1 log log2 log10 log1p sqrt cbrt floor ceil trunc rint fabs sign isnan isinf "
+           "isfinite deg2rad rad2deg maximum minimum fmax fmin logaddexp logaddexp2 arctan2 "
+           "hypot fmod").split():
+    lookup(getattr(np, _n)).numba = ("call",)       # numba's np.<name> of scalars is NumPy's
+for _f in (np.exp, np.expm1, np.log, np.log1p, np.sin, np.cos, np.tanh):
+    lookup(_f).f64_twin = "fast"
+for _f in (np.sign, np.maximum, np.minimum):
+    lookup(_f).f64_twin = "zeros"
+for _n in ("tanh exp log sin cos tan sqrt absolute negative sign square log1p expm1 sinh cosh "
+           "arctan arcsin arccos fabs log2 log10 maximum minimum arctan2 hypot add subtract "
+           "multiply divide").split():
+    lookup(getattr(np, _n)).numba_arrays = True
+for _n in ("sin cos tan sinh cosh tanh exp exp2 expm1 log log2 log10 log1p sqrt cbrt floor ceil "
+           "trunc rint fabs hypot fmod fmax fmin arcsin=asin arccos=acos arctan=atan "
+           "arcsinh=asinh arccosh=acosh arctanh=atanh arctan2=atan2 power=pow "
+           "absolute=fabs").split():
+    lookup(getattr(np, _n.partition("=")[0])).cuda = ("call", _n.rpartition("=")[2])
+for _n in ("isnan", "isinf", "isfinite"):
+    lookup(getattr(np, _n)).cuda = ("predicate", _n)
+for _f, _c in ((np.add, "+"), (np.subtract, "-"), (np.multiply, "*"), (np.divide, "/")):
+    lookup(_f).cuda = ("infix", _c)
+lookup(np.negative).cuda, lookup(np.positive).cuda = ("unary", "-"), ("unary", "+")
+for _f, _c in ((np.logical_and, "&&"), (np.logical_or, "||"), (np.logical_xor, "!="),
+               (np.logical_not, "!")):
+    lookup(_f).cuda = ("logical", _c)
+for _f, _c in ((np.add, "||"), (np.multiply, "&&"), (np.maximum, "||"), (np.minimum, "&&")):
+    lookup(_f).cuda_bool = _c                       # NumPy's True + True is True
+_NAN = "np.maximum/np.minimum: a NaN in either argument propagates"
+lookup(np.maximum).cuda = (
+    "helper", "{t} np_maximum({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}", _NAN)
+lookup(np.minimum).cuda = (
+    "helper", "{t} np_minimum({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}", _NAN)
+lookup(np.sign).cuda = ("helper", "{t} np_sign({t} a) {{ return a > {zero} ? {one} : "
+                        "(a < {zero} ? -{one} : (a == {zero} ? {zero} : a)); }}",
+                        "np.sign: -1, 0 or 1 (+0 for -0), and NaN for NaN")
+lookup(np.square).cuda = ("helper", "{t} np_square({t} a) {{ return a * a; }}",
+                          "np.square, x ** 2: x * x, exactly (pow need not be)", "{a} * {a}")
+lookup(np.reciprocal).cuda, lookup(np.where).cuda = ("quotient",), ("ternary",)
 
 # Truth values, indices and piecewise constants that record no node: run on plain data.
 _TRUTH, _INDICES = "a boolean result", "integer indices or counts"

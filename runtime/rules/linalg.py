@@ -7,6 +7,8 @@ Products of other kinds are in :mod:`.products`, diagonals, traces and norms in
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad
@@ -102,7 +104,8 @@ def _matmul_rhs(g, ans, a, b):
 
 
 defvjp(np.matmul, _matmul_lhs, _matmul_rhs, broadcasts=False)
-lookup(np.matmul).spelling = ("operator", "@")          # a hint: see rules/__init__.py
+lookup(np.matmul).spelling = ("operator", "@")          # hints: see rules/__init__.py
+lookup(np.matmul).operator = ast.MatMult
 
 
 @primitive(nin=None)

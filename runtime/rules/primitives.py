@@ -94,10 +94,12 @@ class Primitive:
     __slots__ = ("name", "fn", "nin", "vjps", "argnum_vjp", "broadcasts", "elementwise",
                  "dtype_rule", "reads", "_saves", "complete", "jvp_rule", "linear",
                  "multilinear", "diagonal", "__dict__")
-    # Hints for the compiler's emitters, set where a primitive is defined (what each one
-    # means: srcgrad.runtime.rules); the emitters name no operation.
-    spelling = full_adjoint = accumulate_by = shift = default_kind = None
-    fresh_result = makes_float = folds_seed = int_closed = False
+    # Hints for the compiler's emitters and backends, set where a primitive is defined (what
+    # each one means: srcgrad.runtime.rules); the emitters and backends name no operation.
+    spelling = full_adjoint = accumulate_by = shift = default_kind = operator = None
+    power_of = numerator = numba = f64_twin = cuda = cuda_bool = reduce_from = reduces_with = None
+    fresh_result = makes_float = folds_seed = int_closed = fused_operator = python_raises = False
+    numba_arrays = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,
@@ -293,6 +295,7 @@ def _signature_adapter(fun: Callable, prim: Primitive) -> Callable:
                 raise TypeError(f"{fun.__name__}() argument {name!r} is not supported "
                                 f"on srcgrad Tensors")
         return prim(*inputs, **params)
+    call.plain = True           # NumPy's own signature: the primitive's hints describe ``fun``
     return call
 
 

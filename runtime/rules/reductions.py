@@ -115,6 +115,9 @@ defvjp(np.cumsum, lambda g, ans, x, axis=None: np.reshape(
     np.flip(np.cumsum(np.flip(g, axis=axis), axis=axis), axis=axis), x.shape))
 bind_numpy(np.amax, lookup(np.max))
 bind_numpy(np.amin, lookup(np.min))
+# Hints for the backends (see rules/__init__.py): the ufunc whose ``reduce`` each one is.
+for _f, _by in ((np.sum, np.add), (np.max, np.maximum), (np.min, np.minimum)):
+    lookup(_f).reduces_with = _by
 
 
 def _ptp_vjp(g, ans, x, axis=None, keepdims=False):

@@ -13,7 +13,8 @@ import copy
 from typing import Any
 
 from srcgrad.build.parts import ModuleParts, args_of, guarded, where
-from srcgrad.codegen.backends.base import as_backend
+from srcgrad.codegen.backends.base import Backend, as_backend
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
 from srcgrad.codegen.emit.forward import Forward
 from srcgrad.codegen.emit.lists import finish as finish_lists
 from srcgrad.codegen.passes.cleanup import eliminate_dead_code
@@ -27,7 +28,7 @@ from srcgrad.ir import Function, fresh_name
 __all__ = ["build_jvp"]
 
 
-def build_jvp(fun: Any, wrt: tuple[int, ...], backend: str = "numpy",
+def build_jvp(fun: Any, wrt: tuple[int, ...], backend: Backend | str = DEFAULT_BACKEND,
               trees: dict[int, Any] | None = None, tangent_only: bool = False) -> Built:
     """Compile the jvp of ``fun`` with respect to the arguments at ``wrt``; ``tangent_only``:
     the function returns the tangent alone (a directional derivative, which reverse mode
@@ -38,7 +39,7 @@ def build_jvp(fun: Any, wrt: tuple[int, ...], backend: str = "numpy",
     return guarded(fun, lambda: _build(fun, wrt, backend, trees, tangent_only))
 
 
-def _build(fun: Any, wrt: tuple[int, ...], backend: str, trees: dict[int, Any] | None,
+def _build(fun: Any, wrt: tuple[int, ...], backend: Backend | str, trees: dict[int, Any] | None,
            tangent_only: bool) -> Built:
     ir = lower_function(fun, trees, wrt)
     wrt_names = [ir.params[i] for i in wrt]

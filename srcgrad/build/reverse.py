@@ -20,7 +20,8 @@ import numpy as np
 
 from srcgrad.build.parts import ModuleParts, args_of, guarded, where
 from srcgrad.codegen.emit import support
-from srcgrad.codegen.backends.base import CUPY, DASK, MATH, NUMPY, Backend, as_backend
+from srcgrad.codegen.backends.base import MATH, Backend, as_backend
+from srcgrad.codegen.backends.registry import BOUND_NAMES, DEFAULT_BACKEND
 from srcgrad.codegen.emit.control import accumulators
 from srcgrad.codegen.emit.lists import finish as finish_lists
 from srcgrad.codegen.passes.cleanup import eliminate_dead_code
@@ -50,8 +51,7 @@ def _defined_in(module: str) -> set[str]:
 
 
 RESERVED = frozenset(
-    {NUMPY.alias, CUPY.alias, DASK.alias, "math", "numba", "njit", "prange", "_",
-     "check_scalar", "dispatch"} | set(dir(builtins))
+    BOUND_NAMES | {"njit", "prange", "_", "check_scalar", "dispatch"} | set(dir(builtins))
     | {p.fn.__name__ for p in PRIMITIVES.values()}
     | {name for module in (_rules, support) for name in dir(module) if not name.startswith("__")}
     | {name for module in list(sys.modules.values())          # every @helper a rule
@@ -82,7 +82,8 @@ def lower_function(fun: Any, trees: dict[int, Any] | None = None,
     return lower(src, Env(fun), set(RESERVED), trees, wrt)
 
 
-def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool, backend: str = "numpy",
+def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
+          backend: Backend | str = DEFAULT_BACKEND,
           trees: dict[int, Any] | None = None, scalar: bool = False,
           facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Built:
     """Compile one transform of ``fun``; ``trees`` gives the structure of pytree arguments;

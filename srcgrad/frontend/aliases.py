@@ -15,72 +15,77 @@ its inputs records a *link* ``(base, kind, param)``:
 A write into an array rewrites, exactly, every live name that sees it through ``view``/``T``
 links (``r = y[0:2]; r[0] = 0`` writes into ``y`` too); a live name that may see it in a way
 not modelled is refused with a CompileError naming it.
+
+The lowerer holds one :class:`Aliases`, which keeps the links; what it needs of the lowerer
+is the :class:`Host` interface.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from srcgrad.frontend.expressions import Pack, Tree
+from srcgrad.errors import CompileError
+from srcgrad.frontend.dict_values import holds_local, replaced
 from srcgrad.frontend.scope_index import Scope, held_vars
 from srcgrad.frontend.tables import constructs as T
-from srcgrad.ir import Stmt, Var
+from srcgrad.frontend.tables.views import (
+    VIEW_FUNCTIONS,
+    WRITING_FUNCTIONS,
+    WRITING_METHODS,
+    index_kind,
+    static_links,
+    writing_call,
+)
+from srcgrad.ir import Pack, Stmt, Tree, Var
 from srcgrad.runtime.rules.core import inverse_permutation
 
-__all__ = ["Aliases", "Scope", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS",
-           "held_vars"]
-
-# Primitives and NumPy functions (by name) whose result may share memory with an argument;
-# tests/test_views_declared.py checks every primitive of the rule table against NumPy.
-VIEW_FUNCTIONS = frozenset({
-    "split_piece", "linalg_diagonal", "linalg_matrix_transpose", "to_scalar", "unreduce",
-    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "rollaxis", "squeeze",
-    "expand_dims", "diagonal", "diag", "broadcast_to", "broadcast_arrays", "atleast_1d",
-    "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "rot90", "real", "imag", "split",
-    "array_split", "hsplit", "vsplit", "dsplit", "unstack", "asarray", "asanyarray",
-    "ascontiguousarray", "asfortranarray", "require", "view", "stop_gradient", "to_device",
-    "matrix_transpose", "permute_dims", "sliding_window_view", "as_strided",
-    "nan_to_num", "T", "mT", "getitem", "flatten_view", "match_tangent", "as_columns",
-    "from_columns", "weights_along",
-})
-# NumPy functions that write into an argument.
-WRITING_FUNCTIONS = frozenset({
-    "copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle",
-})
-# Array methods that change the array they are called on.
-WRITING_METHODS = frozenset({
-    "fill", "sort", "partition", "resize", "itemset", "setflags", "put", "setfield",
-    "byteswap", "shuffle", "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
-})
+__all__ = ["Aliases", "Host", "VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS", "held"]
 
 
-def _index_kind(index: Any) -> str | None:
-    """How ``x[index]`` relates to ``x``: ``view``, ``int``, ``copy`` or None (not known)."""
-    keys = index if isinstance(index, tuple) else (index,)
-    if any(isinstance(k, Var) for k in keys):
-        return None
-    if all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys):
-        return "int"
-    for k in keys:
-        if isinstance(k, slice):
-            if not all(p is None or isinstance(p, (int, np.integer)) and not isinstance(p, bool)
-                       for p in (k.start, k.stop, k.step)):
-                return None
-        elif isinstance(k, (list, np.ndarray, bool, str)):
-            return "copy"     # lists, arrays, masks: advanced, a copy (a str: a pytree's key,
-            #                   whose leaves the pytree specialisation follows exactly)
-        elif not (k is None or k is Ellipsis or isinstance(k, (int, np.integer))):
-            return None                         # a dict's key, say: what it holds
-    return "view"
+class Host(Protocol):
+    """What the alias analysis reads of, and asks of, the lowerer that holds it.  The names
+    in scope, the line and what is read later change as lowering goes on (a helper lowered in
+    place swaps them): they are read here when needed, never kept."""
+
+    scope: dict[str, Any]
+    line: int
+    param_names: set[str]              # the SSA names of the function's parameters
+    wrt_users: frozenset[str]          # the user's names of the differentiated parameters
+
+    def live_after(self) -> set[str]: ...
+
+    def prim(self, f: Any, inputs: list, params: dict, hint: str, node: ast.AST) -> Var: ...
+
+    def consume(self, old: Var, line: int, what: str) -> None: ...
+
+    def error(self, message: str, node: ast.AST) -> CompileError: ...
+
+    def node_of_line(self) -> ast.AST: ...
+
+
+def held(st: Stmt) -> list:
+    """What a statement puts into a list or tuple built at run time (a pack's items, the
+    appended value)."""
+    if st.kind == "pack":
+        return st.args
+    return st.args[1:] if st.kind == "append" else []
 
 
 class Aliases:
-    """Alias and view bookkeeping (mixed into the Lowerer)."""
+    """The links of one function's variables and the run-time lists that hold them; the
+    lowerer's ``aliases``.  ``body`` and ``source_names`` are the lowerer's own (written by
+    it, read here)."""
 
-    wrt_users: frozenset[str] = frozenset()    # the user's names of differentiated parameters
+    def __init__(self, host: Host, body: list[Stmt], source_names: dict[str, str]) -> None:
+        self.host, self.body, self.source_names = host, body, source_names
+        self.views: dict[str, list] = {}              # SSA name -> links to what it may share
+        self.linked_from: dict[str, set[str]] = {}    # base -> names that may link to it
+        self.item_links: dict[str, dict] = {}   # a call/branch/loop pack: each output's links
+        self._roots: dict[str, frozenset[str]] = {}   # what ``roots`` found (see there)
+        self._held_in: dict[str, list[tuple[int | None, Stmt]]] = {}   # see ``note_held``
 
     def _opaque_key(self, st: Stmt) -> bool:
         """``p['W']`` on a value that is not a differentiated pytree argument (whose leaves
@@ -90,9 +95,9 @@ class Aliases:
         keys = index if isinstance(index, tuple) else (index,)
         if not any(isinstance(k, str) for k in keys) or not isinstance(st.args[0], Var):
             return False
-        roots = self.roots(st.args[0].name)
-        return not all(self.source_names.get(r) in self.wrt_users for r in roots
-                       if r in self.param_names) or not roots <= self.param_names
+        roots, params = self.roots(st.args[0].name), self.host.param_names
+        return not all(self.source_names.get(r) in self.host.wrt_users for r in roots
+                       if r in params) or not roots <= params
 
     # ------------------------------------------------------------------------- links
     def links(self, name: str) -> list:
@@ -104,7 +109,7 @@ class Aliases:
         Remembered: a value carried through many loops is linked to each loop's input in
         turn, and walking that chain at every question made lowering quadratic.  A change of
         links forgets what it may change (``_forget_roots``)."""
-        memo = self.__dict__.setdefault("_roots_memo", {})
+        memo = self._roots
         found = memo.get(name)
         if found is not None:
             return found
@@ -127,9 +132,9 @@ class Aliases:
 
     def _forget_roots(self, name: str) -> None:
         """``name``'s links change: forget the roots of it and of every name linked to it.
-        (A rename, ``_rename_links``, pops the old name's links itself: what is remembered
-        for that name, which nothing reads again, keeps what it shared.)"""
-        memo = self.__dict__.get("_roots_memo")
+        (A rename pops the old name's links itself: what is remembered for that name, which
+        nothing reads again, keeps what it shared.)"""
+        memo = self._roots
         if not memo:
             return
         todo, seen = [name], {name}
@@ -157,8 +162,26 @@ class Aliases:
         for base, _, _ in links:
             self.linked_from.setdefault(base, set()).add(target)
 
+    def rename(self, old: str, new: str) -> None:
+        """``old`` is now ``new`` in the links and in the scope: only the names indexed as
+        linking to ``old``, and holding it, are looked at (not every name: linear)."""
+        if old in self.views:
+            self.set_links(new, self.views.pop(old))
+        for name in sorted(self.linked_from.get(old, ())):
+            links = self.views.get(name)
+            if links is not None and any(b == old for b, _, _ in links):
+                self.set_links(name, [(new if b == old else b, k, p) for b, k, p in links])
+        if old in self.item_links:
+            self.item_links[new] = self.item_links.pop(old)
+        scope = self.host.scope
+        users = sorted(scope.holding(old)) if isinstance(scope, Scope) else list(scope)
+        for user in users:                              # other names of a written array
+            if user in scope and any(v.name == old for v in held_vars(scope[user])):
+                self._rebind(user, Var(old), Var(new))
+
     def note_views(self, st: Stmt) -> None:
-        """Record what a statement's result may share with its inputs."""
+        """Record what a statement's result may share with its inputs (a call, a branch or a
+        loop: what its block says, recorded by the lowerer's ``sharing``)."""
         target = st.target
         if st.kind in ("pack", "append"):
             self.note_held(st)
@@ -167,7 +190,7 @@ class Aliases:
         if st.kind == "prim":
             name = st.fn.name
             if name == "getitem":
-                kind = _index_kind(st.params.get("index"))
+                kind = index_kind(st.params.get("index"))
                 if self._opaque_key(st):
                     self.link(target, st.args[0], None, st.params.get("index"))
                 elif kind != "copy":
@@ -178,7 +201,7 @@ class Aliases:
                 for a in st.args:
                     self.link(target, a)
         elif st.kind == "static":
-            for base, kind, param in self._static_links(st):
+            for base, kind, param in static_links(st):
                 self.link(target, base, kind, param)
         elif st.kind in ("pack", "append", "listget"):
             for a in st.args:                     # a container holds, an item is held
@@ -190,36 +213,49 @@ class Aliases:
             else:
                 for base in shared.get(st.params["index"], ()):
                     self.link(target, base)
-        elif st.kind in ("call", "branch", "loop"):
-            self.block_links(st)
 
-    def _static_links(self, st: Stmt) -> list:
-        expr = st.expr
-        names = {u: Var(u) for u in st.uses}
-        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and \
-                expr.value.id in names:
-            try:
-                kind = _index_kind(ast.literal_eval(expr.slice))
-            except (ValueError, SyntaxError, TypeError):
-                kind = None
-            return [] if kind == "copy" else [(names[expr.value.id], kind, None)]
-        if isinstance(expr, ast.Attribute) and expr.attr in VIEW_FUNCTIONS:
-            return [(names[u], None, None) for u in names]
-        if isinstance(expr, (ast.IfExp, ast.Name)):
-            return [(names[u], None, None) for u in names]
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            word = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in names
-            if word in VIEW_FUNCTIONS or method and word not in T.METHODS:
-                return [(names[u], None, None) for u in names]
-        return []
+    # ------------------------------------------------------------- what lists hold
+    # The statements that put a variable into a run-time list or tuple, indexed by the
+    # variable's name as ``(position in the body, statement)``, so that the lowerer's
+    # ``consume`` looks them up instead of scanning the body at every in-place write
+    # (quadratic for code that alternates writes and reads).  An entry is checked before it
+    # counts: the statement must still stand at its position (``del body[mark:]`` drops
+    # statements) and still hold the variable; a rename re-keys the entries (``set_links``).
+    def note_held(self, st: Stmt) -> None:
+        """Index a statement that puts values into a list or tuple built at run time."""
+        body = self.body
+        at = len(body) - 1 if body and body[-1] is st else None    # None: look it up
+        for a in held(st):
+            if isinstance(a, Var):
+                self._held_in.setdefault(a.name, []).append((at, st))
+
+    def rekey_held(self, target: str, before: list, after: list) -> None:
+        """``target``'s links changed from ``before`` to ``after`` (a rename of what the
+        statement making ``target`` holds): its index entries follow the new names."""
+        index = self._held_in
+        gone = {b for b, _, _ in before} - {b for b, _, _ in after}
+        entries = [e for b in gone for e in index.get(b, ()) if e[1].target == target]
+        if entries:
+            for b in {b for b, _, _ in after} - {b for b, _, _ in before}:
+                index.setdefault(b, []).extend(entries)
+
+    def first_holder(self, name: str) -> Stmt | None:
+        """The first statement of the body that holds ``name`` in a list or tuple, if any."""
+        body, found = self.body, None
+        for at, st in self._held_in.get(name, ()):
+            if at is None:
+                at = next((k for k, s in enumerate(body) if s is st), None)
+            elif at >= len(body) or body[at] is not st:
+                continue                                # dropped from the body
+            if at is not None and any(isinstance(a, Var) and a.name == name for a in held(st)) \
+                    and (found is None or at < found[0]):
+                found = (at, st)
+        return found[1] if found is not None else None
 
     # ------------------------------------------------------------------------ writes
     def holders(self, skip: str | None = None) -> list[tuple[str, Var]]:
         """``(user name, variable)`` for every array a name in scope holds."""
-        return [(n, v) for n, value in self.scope.items() if n != skip
+        return [(n, v) for n, value in self.host.scope.items() if n != skip
                 for v in held_vars(value)]
 
     def holders_of(self, roots: set[str], skip: str | None = None) -> list[tuple[str, Any]]:
@@ -229,7 +265,7 @@ class Aliases:
         A variable sees a root only through a chain of links, each indexed in
         ``linked_from``: the names holding one of the roots' descendants are the candidates,
         so that a write costs what it touches, not the size of the scope."""
-        scope = self.scope
+        scope = self.host.scope
         if not isinstance(scope, Scope):               # a helper lowered in place
             return [(n, value) for n, value in scope.items() if n != skip]
         reach, todo = set(roots), list(roots)
@@ -240,19 +276,19 @@ class Aliases:
                     todo.append(name)
         return [(n, scope[n]) for n in scope.holding_any(reach) if n != skip]
 
-    def sharing(self, var: Var, skip: str | None = None) -> list[tuple[str, Var]]:
+    def sharers(self, var: Var, skip: str | None = None) -> list[tuple[str, Var]]:
         """Live names (other than ``skip``) that may see ``var``'s storage."""
         mine = self.roots(var.name)
-        live = self.live_after()
+        live = self.host.live_after()
         return [(n, v) for n, value in self.holders_of(mine, skip) if n in live
                 for v in held_vars(value) if self.roots(v.name) & mine]
 
     def refuse_shared(self, what: str, name: str, var: Var, node: ast.AST) -> None:
         """Refuse an in-place change of ``var`` that another live name would see."""
-        others = self.sharing(var, skip=name)
+        others = self.sharers(var, skip=name)
         if others:
             other = others[0][0]
-            raise self.error(
+            raise self.host.error(
                 f"{what} changes in place the array that {other!r} also names (a view or "
                 f"another name of it); srcgrad does not follow that change: write "
                 f"{name} = {name} + … or {name} = {name}.copy() first", node)
@@ -261,7 +297,8 @@ class Aliases:
         """``old`` (bound to ``name``) now holds ``new``'s values: rebind, exactly, every
         name that sees that storage through modelled views; refuse a live one that may see
         it otherwise."""
-        self.consume(old, self.line, "an array")
+        host = self.host
+        host.consume(old, host.line, "an array")
         shown = repr(name) if name else ast.unparse(getattr(node, "value", node))
         updates = {old.name: new}
         cur, cur_new = old.name, new
@@ -280,7 +317,7 @@ class Aliases:
         if self.links(cur):                              # still shares what it shared
             self.set_links(cur_new.name, list(self.links(cur)))
         touched = self.roots(cur)
-        live = self.live_after()
+        live = host.live_after()
         for n, value in self.holders_of(touched, skip=name):   # what updates holds too
             for v in held_vars(value):
                 if v.name in updates:
@@ -290,23 +327,23 @@ class Aliases:
                     if fresh is not None:
                         self._rebind(n, v, fresh)
                     elif n in live:
-                        raise self.error(
+                        raise host.error(
                             f"writing into {shown} changes {n!r} too (it may share that array, "
                             f"as a view or another name, in a way srcgrad does not follow); "
                             f"take a copy first: {n} = {n}.copy()", node)
         for var in updates:
-            self.consume(Var(var), self.line, "an array")
+            host.consume(Var(var), host.line, "an array")
         for var in unknown - set(updates):
-            self.consume(Var(var), self.line, "an array")
+            host.consume(Var(var), host.line, "an array")
 
     def _put_back(self, base: Var, part: Var, kind: str, param: Any, node: ast.AST) -> Var:
         """The base array after its view ``part`` was written."""
         hint = self.source_names.get(base.name, base.name)
         if kind == "T":
             params = {} if param is None else {"axes": inverse_permutation(param)}
-            return self.prim(np.transpose, [part], params, f"{hint}_set", node)
-        return self.prim(T.lookup("index_put"), [base, part], {"index": param},
-                         f"{hint}_set", node)
+            return self.host.prim(np.transpose, [part], params, f"{hint}_set", node)
+        return self.host.prim(T.lookup("index_put"), [base, part], {"index": param},
+                              f"{hint}_set", node)
 
     def _recompute(self, var: Var, updates: dict, node: ast.AST) -> Var | None:
         """A view ``var`` read again from its written base (None: not modelled)."""
@@ -321,37 +358,31 @@ class Aliases:
             return None
         hint = self.source_names.get(var.name, var.name)
         if kind == "T":
-            new = self.prim(np.transpose, [fresh], {} if param is None else {"axes": param},
-                            hint, node)
+            new = self.host.prim(np.transpose, [fresh],
+                                 {} if param is None else {"axes": param}, hint, node)
         else:
-            new = self.prim(T.lookup("getitem"), [fresh], {"index": param}, hint, node)
+            new = self.host.prim(T.lookup("getitem"), [fresh], {"index": param}, hint, node)
         updates[var.name] = new
         return new
 
     def _rebind(self, user: str, old: Var, new: Var) -> None:
-        value = self.scope[user]
-        if isinstance(value, Var):
-            self.scope[user] = new
+        scope = self.host.scope
+        value = scope[user]
+        if holds_local(value):        # a dict built here: every name of it sees the change
+            replaced(value, old, new)
+        elif isinstance(value, Var):
+            scope[user] = new
         elif isinstance(value, Pack):
             _replace_in_pack(value, old, new)
         elif isinstance(value, Tree):          # a copy: the parameter's tree names its leaves
-            self.scope[user] = value.replaced(old, new)
+            scope[user] = value.replaced(old, new)
 
     def refuse_writing_code(self, stmt: Stmt) -> None:
-        """Code printed verbatim (a static value, a print) that would write into an array:
-        ``out=``, ``np.copyto``, ``rng.shuffle(x)``, ``z.sort()`` of a variable ``z``."""
-        for n in ast.walk(stmt.expr) if stmt.expr is not None else ():
-            if not isinstance(n, ast.Call):
-                continue
-            func = n.func
-            word = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-                func.value.id in stmt.uses
-            if any(k.arg == "out" for k in n.keywords) or word in WRITING_FUNCTIONS or \
-                    method and word in WRITING_METHODS or \
-                    word in ("at", "reduceat") and isinstance(func, ast.Attribute):
-                raise self.error(f"srcgrad cannot compile {ast.unparse(func)}(...) here: it "
-                                 "writes into an array in place", self._node_of_line())
+        """Refuse code printed verbatim that would write into an array (``writing_call``)."""
+        func = writing_call(stmt)
+        if func is not None:
+            raise self.host.error(f"srcgrad cannot compile {ast.unparse(func)}(...) here: it "
+                                  "writes into an array in place", self.host.node_of_line())
 
 
 def _replace_in_pack(pack: Pack, old: Var, new: Var) -> None:

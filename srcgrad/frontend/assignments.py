@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from srcgrad.errors import describe
-from srcgrad.frontend.aliases import held_vars
 from srcgrad.frontend.expressions import Pack, Tree
+from srcgrad.frontend.scope_index import held_vars
 from srcgrad.ir import Const, Var
 
 __all__ = ["Assignments"]
@@ -48,11 +48,11 @@ class Assignments:
                                  "write a new value: y = p[k] + v", target)
         if isinstance(target, ast.Name) and isinstance(self.scope.get(target.id), Var):
             name = target.id
-            self.refuse_shared(f"{name} {symbol}=", name, self.scope[name], s)
+            self.aliases.refuse_shared(f"{name} {symbol}=", name, self.scope[name], s)
         value = self.binop(s.op, _as_load(target), s.value, s)
         old = self.scope.get(target.id) if isinstance(target, ast.Name) else None
         if isinstance(old, Var):                # an array's old contents are gone (a caller's
-            for root in self.roots(old.name) | {old.name}:       # too, for a parameter)
+            for root in self.aliases.roots(old.name) | {old.name}:       # too, for a parameter)
                 self.consume(Var(root), self.line, "an array")
         self.assign(target, value)
 
@@ -77,7 +77,7 @@ class Assignments:
             self._refuse_item_shared(shown, name, items, k, item, s)
         value = self.binop(s.op, _as_load(target), s.value, s)
         if isinstance(item, Var):
-            for root in self.roots(item.name) | {item.name}:
+            for root in self.aliases.roots(item.name) | {item.name}:
                 self.consume(Var(root), self.line, "an array")
         items.items[k] = self.materialize(value, "item")
 
@@ -106,11 +106,11 @@ class Assignments:
     def _refuse_item_shared(self, shown: str, name: str, items: Pack, k: int, item: Var,
                             node: ast.AST) -> None:
         """Another live name, or another item of the list, may see the item's array."""
-        others = [n for n, _ in self.sharing(item, skip=name)]
+        others = [n for n, _ in self.aliases.sharers(item, skip=name)]
         if name in self.live_after():
-            mine = self.roots(item.name)
+            mine = self.aliases.roots(item.name)
             others += [f"{name}[{j}]" for j, v in enumerate(items.items) if j != k
-                       for held in held_vars(v) if self.roots(held.name) & mine]
+                       for held in held_vars(v) if self.aliases.roots(held.name) & mine]
         if others:
             raise self.error(f"{shown} (an in-place operator on an item of a list) changes "
                              f"in place the array that {others[0]} also names; srcgrad "

@@ -19,7 +19,6 @@ import numpy as np
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend import generated_helpers as generated
-from srcgrad.frontend.aliases import WRITING_METHODS
 from srcgrad.frontend.callees import (
     bind_call,
     draws,
@@ -32,6 +31,7 @@ from srcgrad.frontend.callees import (
 from srcgrad.frontend.callees import table_get as _lookup
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.tables.arrays import int_arithmetic
+from srcgrad.frontend.tables.views import WRITING_METHODS
 from srcgrad.frontend.transform_calls import lower_transform_call
 from srcgrad.frontend.user_methods import Methods, user_method
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, literal

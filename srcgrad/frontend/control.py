@@ -14,11 +14,10 @@ import ast
 import copy
 from typing import Any
 
+from srcgrad.frontend.aliases import held
 from srcgrad.frontend.expressions import Pack, Tree
 from srcgrad.frontend.inline import closure_reads
 from srcgrad.frontend.iteration import Iteration, rebound
-from srcgrad.frontend.jumps import Jumps
-from srcgrad.frontend.lists import held
 from srcgrad.frontend.parse import Source
 from srcgrad.frontend.scopes import assigned, exposed, exposed_suffixes, read
 from srcgrad.ir import Closure, Stmt, Var, bind_free
@@ -26,7 +25,7 @@ from srcgrad.ir import Closure, Stmt, Var, bind_free
 __all__ = ["ControlFlow"]
 
 
-class ControlFlow(Jumps, Iteration):
+class ControlFlow(Iteration):
     """The lowering of ``if``, ``for`` and ``while`` (mixed into the Lowerer)."""
 
     def live_after(self) -> set[str]:
@@ -50,7 +49,7 @@ class ControlFlow(Jumps, Iteration):
         ast.copy_location(fn, node)
         src = Source(fn, self.src.filename, self.src.lines, self.src.name)
         child = type(self)(src, self.env, set(self.reserved), result_name="out")
-        child.flags = set(self.flags)
+        child.jumps.flags |= self.jumps.flags
         child.treeless = self.treeless
         child.wrt_users = self.wrt_users          # a dict argument's code comes at the call
         child.list_names = {p for p in params if self.is_list(self.scope.get(p))} | {
@@ -66,8 +65,8 @@ class ControlFlow(Jumps, Iteration):
         ir = child.lower_function()
         ir.static_names = set(child.static)
         ir.name = label
-        ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.flags}
-        self.flags |= child.flags
+        ir.nondiff = {p for p in ir.params if child.source_names.get(p, p) in self.jumps.flags}
+        self.jumps.flags |= child.jumps.flags
         bind_free(self.free, ir)
         return ir
 
@@ -123,13 +122,13 @@ class ControlFlow(Jumps, Iteration):
             if name not in carried:
                 raise self.error(f"the loop changes {name!r} in place but does not carry it "
                                  "to the next iteration; make a copy inside the loop",
-                                 self._node_of_line())
+                                 self.node_of_line())
             for ir in blocks:
                 if ir is not None and _stored_and_written(ir, name):
                     raise self.error(f"{name!r} is written in place and also put in a list or "
                                      "tuple in the loop; in NumPy every element would be the "
                                      "same array: put a copy in the list",
-                                     self._node_of_line())
+                                     self.node_of_line())
             self.consume(value, self.line, "a list" if self.is_list(value) else "an array")
 
     def _refuse_tuples(self, blocks: tuple, outputs: list[str], node: ast.AST, how: str
@@ -161,12 +160,12 @@ class ControlFlow(Jumps, Iteration):
     def if_statement(self, s: ast.If) -> None:
         then, orelse = s.body, s.orelse or [ast.copy_location(ast.Pass(), s)]
         for block in (then, orelse):
-            self._no_jumps(block)
+            self.jumps.refuse_returns(block)
         cond = self.condition(s.test)
         assigned_here = assigned(then) | assigned(orelse)
         live = self.live_after()
         outputs = sorted(n for n in assigned_here if n in self.scope or n in live)
-        skipped = self._jumped_over(s)
+        skipped = self.jumps.jumped_over(s)
         missing = [n for n in outputs if n not in self.scope and n not in assigned(orelse)]
         for name in outputs:
             if name not in self.scope and not (name in assigned(then) and name in
@@ -175,7 +174,7 @@ class ControlFlow(Jumps, Iteration):
                 raise self.error(f"{name!r} is assigned in one branch only and used after "
                                  "the if statement", s)
         inputs = self.inputs_of([then, orelse], {n for n in outputs if n in self.scope})
-        self.check_block_writes(then + orelse, set(), s)
+        self.sharing.check_block_writes(then + orelse, set(), s)
         label = self.fresh(f"{self.src.name}_if_{s.lineno}")
         params, values, rebuild = self.expand_inputs(inputs, True)
         then_ir = self.block_function(then, params, outputs, f"{label}_then", s, rebuild,
@@ -191,18 +190,6 @@ class ControlFlow(Jumps, Iteration):
                        params={"outputs": len(outputs)}))
         self.consume_inputs(params, values, blocks, set(params))
         self.bind_outputs(Var(pack), outputs, blocks)
-
-    def _jumped_over(self, s: ast.If) -> bool:
-        """Whether ``s`` is a guard ``if not flag:`` written for a jump (an early return, a
-        ``break`` or ``continue``) with no else: its else path has jumped, and everything
-        after it in the function (or the loop body) is guarded the same way, so a name the
-        guarded code first assigns is never read on that path."""
-        test = s.test
-        if s.orelse or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
-            return False
-        names = test.operand.values if isinstance(test.operand, ast.BoolOp) and isinstance(
-            test.operand.op, ast.Or) else [test.operand]
-        return all(isinstance(n, ast.Name) and n.id in self.flags for n in names)
 
     def _placeholders(self, names: list[str], lists: list[bool], node: ast.AST
                       ) -> list[ast.stmt]:
@@ -253,7 +240,7 @@ class ControlFlow(Jumps, Iteration):
 
     def _loop(self, s: ast.stmt, body: list[ast.stmt], counter: str, trip: Any,
               test: ast.expr | None, orelse: list[ast.stmt] | None = None) -> None:
-        body, stop = self._jumps(body, s)
+        body, stop = self.jumps.loop_jumps(body, s)
         if orelse:                       # what the else block reads is live after the loop
             self._live.append(self.live_after() | exposed(orelse))
         live = closure_reads(self.scope, self.live_after() | exposed(body) | (
@@ -266,7 +253,7 @@ class ControlFlow(Jumps, Iteration):
                                  "it; give it a value before the loop", s)
         consts = [n for n in self.inputs_of([body] + ([[test]] if test is not None else []),
                                             set()) if n not in carried and n != counter]
-        self.check_block_writes(body, read([test]) if test is not None else set(), s)
+        self.sharing.check_block_writes(body, read([test]) if test is not None else set(), s)
         label = self.fresh(f"{self.src.name}_loop_{s.lineno}")
         const_params, const_values, rebuild = self.expand_inputs(consts, True)
         params = [counter, *carried, *const_params]
@@ -282,7 +269,7 @@ class ControlFlow(Jumps, Iteration):
             static -= lost
         body_ir.nondiff |= {counter} | {p for p in body_ir.params
                                         if body_ir.source_names.get(p) in static}
-        self.check_carried_sharing(body, carried, const_params, body_ir, s)
+        self.sharing.check_carried_sharing(body, carried, const_params, body_ir, s)
         cond_ir = None
         if test is not None:
             cond_ir = self._condition(test, params, f"{label}_test", s, rebuild)
@@ -315,7 +302,7 @@ class ControlFlow(Jumps, Iteration):
         part = self.fresh(name)
         self.emit(Stmt(part, "unpack", args=[pack], params={"index": flag}))
         self.static.add(part)
-        self.flags.add(name)
+        self.jumps.flags.add(name)
         self.source_names[part] = name
         self.scope[name] = Var(part)
         test = ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load()))

@@ -17,7 +17,7 @@ import builtins
 import copy
 from typing import Any
 
-from srcgrad.frontend.dict_values import Local, holds, holds_local, ordered_keys, replaced
+from srcgrad.frontend.dict_values import Local, holds, ordered_keys
 from srcgrad.ir import Closure, Const, Pack, Tree, Var
 
 __all__ = ["Dicts", "key_value"]
@@ -273,10 +273,11 @@ class Dicts:
             raise self.error("srcgrad compiles an in-place operator on a dict's item that is "
                              "an array or a number", target)
         if isinstance(item, Var):
-            mine = self.roots(item.name)
-            others = [n for n, _ in self.sharing(item) if not holds(self.scope.get(n), base)]
+            mine = self.aliases.roots(item.name)
+            others = [n for n, _ in self.aliases.sharers(item)
+                      if not holds(self.scope.get(n), base)]
             others += [f"another key of {ast.unparse(target.value)}" for k, v in base.leaves()
-                       if k != (key,) and self.roots(v.name) & mine]
+                       if k != (key,) and self.aliases.roots(v.name) & mine]
             if others or mine & self.param_names:
                 shown = others[0] if others else "an argument"
                 raise self.error(f"an in-place operator on this dict's item changes the array "
@@ -288,20 +289,10 @@ class Dicts:
                 n.ctx = ast.Load()
         value = self.binop(s.op, load, s.value, s)
         if isinstance(item, Var):
-            for root in self.roots(item.name) | {item.name}:
+            for root in self.aliases.roots(item.name) | {item.name}:
                 self.consume(Var(root), self.line, "an array")
         base.children[key] = value
         return True
-
-    # ------------------------------------------------------------------------ aliases
-    def _rebind(self, user: str, old: Var, new: Var) -> None:
-        """An array written in place: a dict that holds it sees the new contents (every name
-        of the dict: it is changed in place)."""
-        value = self.scope[user]
-        if holds_local(value):
-            replaced(value, old, new)
-            return
-        super()._rebind(user, old, new)
 
     def local_value(self, value: Any, node: ast.AST) -> None:
         """Refuse a lambda or a dict the function built used as one run-time value."""

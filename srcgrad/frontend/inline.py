@@ -152,7 +152,7 @@ def inline_call(lowerer: Any, callee: Any, values: list, keywords: dict, node: a
     lowerer.result_name, lowerer._live = f"{name}_out", []
     stack.append(callee)
     try:
-        result = lowerer.block(lowerer.early_returns(body), structure=True)
+        result = lowerer.block(lowerer.jumps.early_returns(body), structure=True)
     finally:
         stack.pop()
         (lowerer.src, lowerer.env, lowerer.scope, lowerer.result_name, lowerer._live,
@@ -181,7 +181,7 @@ def _def_call(lowerer: Any, fn: ast.FunctionDef, bound: dict, node: ast.Call,
     lowerer.scope, lowerer.result_name, lowerer._live = scope, f"{fn.name}_out", []
     stack.append(fn)
     try:
-        return lowerer.block(lowerer.early_returns(list(fn.body)), structure=True)
+        return lowerer.block(lowerer.jumps.early_returns(list(fn.body)), structure=True)
     finally:
         stack.pop()
         (lowerer.scope, lowerer.result_name, lowerer._live, lowerer.line,

@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 
-from srcgrad.errors import describe
+from srcgrad.errors import CompileError, describe
 from srcgrad.frontend.scopes import own_statements, walk
 
 __all__ = ["Jumps"]
 
 
 class Jumps:
-    """The rewriting of jumps (mixed into the Lowerer)."""
+    """The rewriting of jumps: the lowerer's ``jumps``.  It owns ``flags``, the names of the
+    jump flags (those it writes, and a ``for … else`` loop's): never active, never
+    differentiated.  ``fresh`` names a new flag, ``error`` makes the lowerer's CompileError."""
 
-    def _jumps(self, body: list[ast.stmt], node: ast.AST) -> tuple[list[ast.stmt], str | None]:
+    def __init__(self, fresh: Callable[[str], str],
+                 error: Callable[[str, ast.AST], CompileError]) -> None:
+        self.fresh, self.error = fresh, error
+        self.flags: set[str] = set()           # break/continue/return flags
+
+    def loop_jumps(self, body: list[ast.stmt], node: ast.AST
+                   ) -> tuple[list[ast.stmt], str | None]:
         """``break``/``continue`` in a loop body as flags: the rest of the body is guarded.
 
         Returns the new body and the name of the break flag (an extra output of the body),
@@ -29,8 +38,8 @@ class Jumps:
                                                                           ast.Continue))}
         if not kinds:
             return body, None
-        brk = self.fresh_internal("stop") if ast.Break in kinds else None
-        skip = self.fresh_internal("skip") if ast.Continue in kinds else None
+        brk = self.fresh("stop") if ast.Break in kinds else None
+        skip = self.fresh("skip") if ast.Continue in kinds else None
         names = [f for f in (brk, skip) if f is not None]
         self.flags |= set(names)
 
@@ -81,7 +90,7 @@ class Jumps:
                   for n in walk([st]) if isinstance(n, ast.Return)]
         if not nested:
             return body
-        value, done = self.fresh_internal("returned"), self.fresh_internal("done")
+        value, done = self.fresh("returned"), self.fresh("done")
         self.flags.add(done)
         anchor = body[0]
 
@@ -123,7 +132,20 @@ class Jumps:
         return make(f"{value} = 0.0\n{done} = False", anchor) + new + make(
             f"return {value}", body[-1])
 
-    def _no_jumps(self, block: list[ast.stmt]) -> None:
+    def jumped_over(self, s: ast.If) -> bool:
+        """Whether ``s`` is a guard ``if not flag:`` written for a jump (an early return, a
+        ``break`` or ``continue``) with no else: its else path has jumped, and everything
+        after it in the function (or the loop body) is guarded the same way, so a name the
+        guarded code first assigns is never read on that path."""
+        test = s.test
+        if s.orelse or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            return False
+        names = test.operand.values if isinstance(test.operand, ast.BoolOp) and isinstance(
+            test.operand.op, ast.Or) else [test.operand]
+        return all(isinstance(n, ast.Name) and n.id in self.flags for n in names)
+
+    def refuse_returns(self, block: list[ast.stmt]) -> None:
+        """A ``return`` left in a branch or loop (``early_returns`` rewrites the others)."""
         for n in own_statements(block):
             if isinstance(n, ast.Return):
                 raise self.error(f"srcgrad cannot compile {describe(n)} inside a branch or "

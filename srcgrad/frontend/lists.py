@@ -27,15 +27,7 @@ from srcgrad.frontend.expressions import Pack
 from srcgrad.ir import Const, Stmt, Var
 from srcgrad.runtime.rules.lists import concatenate_list, stack_list, sum_list
 
-__all__ = ["Lists", "held", "is_append"]
-
-
-def held(st: Stmt) -> list:
-    """What a statement puts into a list or tuple built at run time (a pack's items, the
-    appended value)."""
-    if st.kind == "pack":
-        return st.args
-    return st.args[1:] if st.kind == "append" else []
+__all__ = ["Lists", "is_append"]
 
 
 def is_append(node: ast.AST) -> bool:
@@ -59,55 +51,14 @@ class Lists:
     def consume(self, old: Var, line: int, what: str) -> None:
         """``old`` was changed in place: later reads of it would diverge from Python, and so
         would a list or tuple built at run time that holds it."""
-        st = self._first_holder(old.name)
+        st = self.aliases.first_holder(old.name)
         if st is not None:
             user = self.source_names.get(old.name, old.name)
             raise self.error(
                 f"{user!r} is changed in place after it was put in a list or tuple (line "
                 f"{st.line}); in NumPy the change shows through the list too, which "
-                "srcgrad does not follow: put a copy in the list", self._node_of_line())
+                "srcgrad does not follow: put a copy in the list", self.node_of_line())
         self.consumed[old.name] = (line, what)
-
-    # The statements that put a variable into a run-time list or tuple, indexed by the
-    # variable's name as ``(position in the body, statement)``, so that ``consume`` looks
-    # them up instead of scanning the body at every in-place write (quadratic for code that
-    # alternates writes and reads).  An entry is checked before it counts: the statement must
-    # still stand at its position (``del self.body[mark:]`` drops statements) and still hold
-    # the variable; a rename (``_rename_links``) re-keys the entries through ``set_links``.
-    def _held_index(self) -> dict[str, list[tuple[int | None, Stmt]]]:
-        return self.__dict__.setdefault("_held_in", {})
-
-    def note_held(self, st: Stmt) -> None:
-        """Index a statement that puts values into a list or tuple built at run time."""
-        body = self.body
-        at = len(body) - 1 if body and body[-1] is st else None    # None: look it up
-        index = self._held_index()
-        for a in held(st):
-            if isinstance(a, Var):
-                index.setdefault(a.name, []).append((at, st))
-
-    def rekey_held(self, target: str, before: list, after: list) -> None:
-        """``target``'s links changed from ``before`` to ``after`` (a rename of what the
-        statement making ``target`` holds): its index entries follow the new names."""
-        index = self._held_index()
-        gone = {b for b, _, _ in before} - {b for b, _, _ in after}
-        entries = [e for b in gone for e in index.get(b, ()) if e[1].target == target]
-        if entries:
-            for b in {b for b, _, _ in after} - {b for b, _, _ in before}:
-                index.setdefault(b, []).extend(entries)
-
-    def _first_holder(self, name: str) -> Stmt | None:
-        """The first statement of the body that holds ``name`` in a list or tuple, if any."""
-        body, found = self.body, None
-        for at, st in self._held_index().get(name, ()):
-            if at is None:
-                at = next((k for k, s in enumerate(body) if s is st), None)
-            elif at >= len(body) or body[at] is not st:
-                continue                                # dropped from the body
-            if at is not None and any(isinstance(a, Var) and a.name == name for a in held(st)) \
-                    and (found is None or at < found[0]):
-                found = (at, st)
-        return found[1] if found is not None else None
 
     def check_fresh(self, stmt: Stmt) -> None:
         for name in stmt.reads():
@@ -117,9 +68,9 @@ class Lists:
                 raise self.error(
                     f"{user!r} names {what} that was changed in place at line {line} under "
                     f"another name; srcgrad does not follow two names for one mutable value "
-                    f"(make a copy, or use one name)", self._node_of_line())
+                    f"(make a copy, or use one name)", self.node_of_line())
 
-    def _node_of_line(self) -> ast.AST:
+    def node_of_line(self) -> ast.AST:
         node = ast.Pass()
         node.lineno, node.col_offset = self.line, 0
         node.end_lineno, node.end_col_offset = self.line, 0

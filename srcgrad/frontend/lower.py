@@ -9,18 +9,21 @@ statements; calls to other user functions become ``call`` statements.  Anything 
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Any
 
 from srcgrad.errors import CompileError, describe
-from srcgrad.frontend.aliases import Aliases, Scope, held_vars
+from srcgrad.frontend.aliases import Aliases
 from srcgrad.frontend.assignments import Assignments
 from srcgrad.frontend.calls import Calls
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.expressions import Closure, Expressions, Pack, Tree
 from srcgrad.frontend.inline import _free_names, closure_reads, define
+from srcgrad.frontend.jumps import Jumps
 from srcgrad.frontend.list_operands import ListOperands
 from srcgrad.frontend.lists import Lists, is_append
-from srcgrad.frontend.parse import Env, Source, Taken
+from srcgrad.frontend.parse import Env, Source, Taken, parse_function
+from srcgrad.frontend.scope_index import Scope, held_vars
 from srcgrad.frontend.scopes import bound, exposed_suffixes
 from srcgrad.frontend.sharing import Sharing
 from srcgrad.frontend.tables import constructs as T
@@ -29,10 +32,11 @@ from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
 
-class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls, Aliases,
-              Sharing):
+class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls):
     """Lowers one function (or one block of it); the mixins lower expressions, calls,
-    control flow and lists."""
+    control flow and lists.  It holds ``aliases`` (the links between variables that may
+    share storage), ``sharing`` (the same across blocks and calls) and ``jumps`` (the
+    rewriting of ``break``, ``continue`` and early ``return``)."""
 
     def __init__(self, src: Source, env: Env, reserved: set[str],
                  trees: dict[int, Any] | None = None, result_name: str | None = None) -> None:
@@ -43,7 +47,6 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self.treeless = not trees             # compiled before any argument's structure
         self.leaves: dict[str, Any] = {}      # parameter SSA name -> its Tree
         self._live: list[set[str]] = []       # names read after the statement being lowered
-        self.flags: set[str] = set()           # break/continue/return flags (never active)
         self.body: list[Stmt] = []
         self.scope: dict[str, Any] = Scope()
         self.used: set[str] = set(reserved)
@@ -56,12 +59,15 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         self.list_names: set[str] = set()     # parameters (user names) that are such lists
         self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
-        self.views: dict[str, list] = {}      # SSA name -> links to what it may share
-        self.linked_from: dict[str, set[str]] = {}   # base -> names that may link to it
-        self.item_links: dict[str, dict] = {}  # a call/branch/loop pack: each output's links
         self.assigning: set[str] = set()      # names the statement being lowered assigns
+        self.wrt_users: frozenset[str] = frozenset()   # user names of differentiated params
         self.line = src.node.lineno
         self.text = ""
+        me = weakref.proxy(self)    # what it holds refers back weakly: freed with it, no cycle
+        self.aliases = Aliases(me, self.body, self.source_names)
+        self.sharing = Sharing(self.aliases, me, lambda callee: me.lower_callee(callee))
+        self.jumps = Jumps(lambda base: me.fresh_internal(base),
+                           lambda message, node: me.error(message, node))
 
     # ------------------------------------------------------------------------- naming
     def fresh(self, base: str) -> str:
@@ -76,15 +82,21 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
     def error(self, message: str, node: ast.AST) -> CompileError:
         return CompileError(message, self.src.where(node))
 
+    def lower_callee(self, callee: Any) -> Function:
+        """A user function called here, lowered as this one is (same kind, same names)."""
+        return type(self)(parse_function(callee), Env(callee), self.reserved).lower_function()
+
     def emit(self, stmt: Stmt) -> Var:
         self.check_fresh(stmt)
         if stmt.kind in ("static", "effect"):
-            self.refuse_writing_code(stmt)
+            self.aliases.refuse_writing_code(stmt)
         stmt.line, stmt.text = self.line, self.text
         if stmt.kind == "call":
-            self.call_writes(stmt, self.assigning)
+            self.sharing.call_writes(stmt, self.assigning)
         self.body.append(stmt)
-        self.note_views(stmt)
+        self.aliases.note_views(stmt)
+        if stmt.target is not None and stmt.kind in ("call", "branch", "loop"):
+            self.sharing.block_links(stmt)
         return Var(stmt.target) if stmt.target else None
 
     # --------------------------------------------------------------------- statements
@@ -122,16 +134,16 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
             self.line, self.text = node.lineno, self.src.text(node.body)
             result = self.materialize(self.expr(node.body), self.src.name)
         else:
-            result = self.block(self.early_returns(node.body))
+            result = self.block(self.jumps.early_returns(node.body))
         fn = Function(self.src.name, params, self.body, result, self.src.filename,
                       node.lineno, defaults, self.source_names, self.used, self.free,
                       self.inline, self.leaves)
-        fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.flags}
+        fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.jumps.flags}
         fn.lists = set(self.lists)
         fn.mutates = {p for p in params if p in self.consumed}
         fn.mutates |= {p for p, tree in self.leaves.items()
                        if any(v.name in self.consumed for _, v in tree.leaves())}
-        self.result_sharing(fn)
+        self.sharing.result_sharing(fn)
         return fn
 
     def block(self, stmts: list[ast.stmt], structure: bool = False) -> Any:
@@ -263,7 +275,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
             index = self.index_param(target.slice)
             new = self.prim(T.lookup("index_put"), [base, self.materialize(value, "t")],
                             {"index": index}, f"{base.name}_set", target)
-            self.write_through("", base, new, target)   # every name of it sees the write
+            self.aliases.write_through("", base, new, target)   # every name of it sees the write
         else:
             raise self.error(f"srcgrad cannot compile an assignment to "
                              f"{describe(target).lower()}", target)
@@ -278,7 +290,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         value = self.materialize(value, "t")
         new = self.prim(T.lookup("index_put"), [base, value], {"index": index},
                         f"{base.name}_set", target)
-        self.write_through(target.value.id, base, new, target)
+        self.aliases.write_through(target.value.id, base, new, target)
         return new
 
     def rename_var(self, var: Var, user_name: str) -> Var:
@@ -295,7 +307,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
                     if var.name in kind:
                         kind.discard(var.name)
                         kind.add(new)
-                self._rename_links(var.name, new)
+                self.aliases.rename(var.name, new)
                 self.source_names[new] = user_name
                 return Var(new)
         return var
@@ -333,7 +345,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
         return out
 
     def materialize(self, value: Any, hint: str) -> Any:
-        self.local_value(value, self._node_of_line())     # a lambda or a dict: refused
+        self.local_value(value, self.node_of_line())     # a lambda or a dict: refused
         if isinstance(value, Tree):                       # a list argument used whole
             value = self.tree_pack(value)
         if isinstance(value, Pack):
@@ -344,23 +356,6 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls,
                 self.lists.add(made.name)
             return made
         return value
-
-    def _rename_links(self, old: str, new: str) -> None:
-        """``old`` is now ``new`` in the links and in the scope: only the names indexed as
-        linking to ``old``, and holding it, are looked at (not every name: linear)."""
-        if old in self.views:
-            self.set_links(new, self.views.pop(old))
-        for name in sorted(self.linked_from.get(old, ())):
-            links = self.views.get(name)
-            if links is not None and any(b == old for b, _, _ in links):
-                self.set_links(name, [(new if b == old else b, k, p) for b, k, p in links])
-        if old in self.item_links:
-            self.item_links[new] = self.item_links.pop(old)
-        scope = self.scope
-        users = sorted(scope.holding(old)) if isinstance(scope, Scope) else list(scope)
-        for user in users:                              # other names of a written array
-            if user in scope and any(v.name == old for v in held_vars(scope[user])):
-                self._rebind(user, Var(old), Var(new))
 
 
 def _items(pack: Any) -> list:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import ast
 import weakref
+from collections.abc import Callable
 from typing import Any
 
-from srcgrad.frontend.aliases import held_vars
-from srcgrad.frontend.parse import Env, parse_function
-from srcgrad.ir import Stmt, Var
+from srcgrad.frontend.aliases import Aliases, Host
+from srcgrad.frontend.scope_index import held_vars
+from srcgrad.ir import Function, Stmt, Var
 
 __all__ = ["Sharing", "written_in_place"]
 
@@ -23,7 +24,13 @@ _LOWERING: set[int] = set()         # functions being lowered now (recursion)
 
 
 class Sharing:
-    """Aliases across blocks and calls (mixed into the Lowerer, after Aliases)."""
+    """Aliases across blocks and calls: the lowerer's ``sharing``.  It records into the
+    lowerer's ``aliases``, asks ``host`` (the lowerer, as in :class:`Host`) to raise and to
+    mark arrays changed, and lowers a called user function with ``lower_callee``."""
+
+    def __init__(self, aliases: Aliases, host: Host,
+                 lower_callee: Callable[[Any], Function]) -> None:
+        self.aliases, self.host, self.lower_callee = aliases, host, lower_callee
 
     def block_links(self, st: Stmt) -> None:
         """A call, branch or loop result: each output may share what its block says."""
@@ -56,23 +63,23 @@ class Sharing:
         if st.kind == "call" and len(items) == 1 and not getattr(blocks[0], "returns_pack",
                                                                 False):
             for base in items[0]:
-                self.link(st.target, base)
+                self.aliases.link(st.target, base)
             return
-        self.item_links[st.target] = items     # "pack#i-j": the storage outputs i, j share
+        self.aliases.item_links[st.target] = items  # "pack#i-j": the storage outputs i, j share
 
     # ----------------------------------------------------------------- what a block shares
-    def result_sharing(self, fn: Any) -> None:
+    def result_sharing(self, fn: Function) -> None:
         """Which parameters each output of ``fn`` may share storage with, and which outputs
         share one another's (what a caller records as links)."""
-        made = next((s for s in self.body if isinstance(fn.result, Var)
+        made = next((s for s in fn.body if isinstance(fn.result, Var)
                      and s.target == fn.result.name), None)
         fn.returns_pack = made is not None and made.kind == "pack"
         outputs = made.args if fn.returns_pack else [fn.result]
         index = {p: i for i, p in enumerate(fn.params)}
-        for param, tree in self.leaves.items():      # a pytree's leaves are its parameter's
+        for param, tree in fn.trees.items():         # a pytree's leaves are its parameter's
             for _, var in tree.leaves():
                 index[var.name] = index[param]
-        roots = [self.roots(o.name) if isinstance(o, Var) else set() for o in outputs]
+        roots = [self.aliases.roots(o.name) if isinstance(o, Var) else set() for o in outputs]
         fn.result_params = [{index[r] for r in rs if r in index} for rs in roots]
         fn.result_groups = [{j for j, other in enumerate(roots) if j != i and rs & other}
                             for i, rs in enumerate(roots)]
@@ -92,8 +99,8 @@ class Sharing:
         if id(key) in _LOWERING:
             return None
         _LOWERING.add(id(key))
-        try:        # lowered as this function is (by a lowerer of its kind, the same names)
-            ir = type(self)(parse_function(callee), Env(callee), self.reserved).lower_function()
+        try:
+            ir = self.lower_callee(callee)
         finally:
             _LOWERING.discard(id(key))
         try:
@@ -108,21 +115,22 @@ class Sharing:
         ir = self.callee_ir(st.fn)
         if ir is None or not ir.mutates:
             return
+        host = self.host
         offset = len(ir.params) - len(st.args)          # a bound method's self
         for k, p in enumerate(ir.params):
             if p not in ir.mutates or k < offset or not isinstance(st.args[k - offset], Var):
                 continue
             arg = st.args[k - offset]
-            others = [n for n, _ in self.sharing(arg) if n not in assigned]
+            others = [n for n, _ in self.aliases.sharers(arg) if n not in assigned]
             label = st.params.get("label", "the function")
             user = ir.source_names.get(p, p)
             if others:
-                raise self.error(
+                raise host.error(
                     f"{label}() changes its argument {user!r} in place, which {others[0]!r} "
                     f"names here; srcgrad does not follow writes into a caller's array: "
-                    f"pass a copy, or return the new array", self._node_of_line())
-            for root in self.roots(arg.name):
-                self.consume(Var(root), self.line, "an array")
+                    f"pass a copy, or return the new array", host.node_of_line())
+            for root in self.aliases.roots(arg.name):
+                host.consume(Var(root), host.line, "an array")
 
     def check_carried_sharing(self, body: list[ast.stmt], carried: list[str],
                               consts: list[str], ir: Any, node: ast.AST) -> None:
@@ -141,7 +149,7 @@ class Sharing:
             others |= {inputs[p] for p in params[i] if p != i + 1 and p < len(inputs)
                        and inputs[p] is not None}
             if others and (name in written or others & written):
-                raise self.error(
+                raise self.host.error(
                     f"after an iteration {name!r} and {sorted(others)[0]!r} name the same "
                     f"array (or views of one), and the loop writes into it in place; srcgrad "
                     f"does not follow that: take a copy", node)
@@ -151,14 +159,14 @@ class Sharing:
         """A branch or loop body that writes in place into an array another name outside
         sees (and reads) is refused: inside the block the two names are apart."""
         from srcgrad.frontend.scopes import read
-        reads = read(body) | extra_live | self.live_after()
+        reads = read(body) | extra_live | self.host.live_after()
         for name in sorted(written_in_place(body)):
-            value = self.scope.get(name)
+            value = self.host.scope.get(name)
             for var in held_vars(value) if isinstance(value, Var) else ():
-                mine = self.roots(var.name)
-                for other, v in self.holders(skip=name):
-                    if other in reads and self.roots(v.name) & mine:
-                        raise self.error(
+                mine = self.aliases.roots(var.name)
+                for other, v in self.aliases.holders(skip=name):
+                    if other in reads and self.aliases.roots(v.name) & mine:
+                        raise self.host.error(
                             f"{name!r} is changed in place in this block while {other!r} "
                             f"names the same array (or a view of it); srcgrad does not follow "
                             f"the change into {other!r}: take a copy first", node)

@@ -60,7 +60,7 @@ class Subscripts(Dicts):
         if tree.kind == "dict":
             raise self.error("a dict argument is used whole as a value here; srcgrad compiles "
                              "reads of its items (p['k']) and loops over p.values()/p.items()",
-                             self._node_of_line())
+                             self.node_of_line())
         return Pack([self.tree_pack(v) if isinstance(v, Tree) else v
                      for v in tree.children.values()], is_list=tree.kind is list)
 

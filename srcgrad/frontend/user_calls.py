@@ -95,7 +95,7 @@ class UserCalls:
         except CompileError:
             return None                      # refused when its vjp is compiled
         count = self.returned_items(callee, fn_node, node)
-        ir = self.callee_ir(callee) if isinstance(callee, types.FunctionType) else None
+        ir = self.sharing.callee_ir(callee) if isinstance(callee, types.FunctionType) else None
         if ir is None:
             return count
         try:

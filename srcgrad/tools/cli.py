@@ -17,6 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND, LIBRARIES, NAMES
 from srcgrad.errors import FallbackWarning
 from srcgrad.frontend.tables.scipy_calls import SCIPY_SURFACE
 from srcgrad.frontend.tables.surface import (
@@ -35,9 +36,8 @@ from srcgrad.transforms.jvp import jvp
 __all__ = ["main"]
 
 
-_LIBRARIES = frozenset({"numpy", "scipy", "numba", "llvmlite", "dask", "distributed",
-                        "graphviz", "networkx", "cupy", "torch", "srcgrad"}
-                       | sys.stdlib_module_names)
+_LIBRARIES = frozenset({"scipy", "llvmlite", "distributed", "graphviz", "networkx", "torch",
+                        "srcgrad"} | LIBRARIES | sys.stdlib_module_names)
 
 
 class _Shield(importlib.abc.MetaPathFinder):
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "hessian"],
                           help="which transform's source to print (default: grad); jvp gives "
                                "every argument a tangent")
-    show_cmd.add_argument("--backend", default="numpy", choices=["numpy", "numba", "cupy", "dask"],
+    show_cmd.add_argument("--backend", default=DEFAULT_BACKEND, choices=list(NAMES),
                           help="the array library of the printed code; numba's fused kernels "
                                "appear in code specialised at a first call, not in this "
                                "generic source")

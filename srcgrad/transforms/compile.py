@@ -1,4 +1,4 @@
-"""``srcgrad.compile``: a compiled function as one node of the eager graph (SPEC §3).
+"""``srcgrad.compile``: a compiled function as one node of the eager graph.
 
 Called on Tensors that require grad, it runs the generated forward on their arrays and returns
 Tensors whose ``grad_fn`` is one node named after the function (``mlp_loss`` →
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.build.parts import BUILD_LOCK
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
 from srcgrad.codegen.printer import unparse
 from srcgrad.errors import CompileError
 from srcgrad.runtime.eager import forward_ad, grad_mode
@@ -91,7 +92,8 @@ class CompiledBackward(Node):
 class Compiled:
     """A function compiled once, callable on arrays (plain result) or on Tensors (one node)."""
 
-    def __init__(self, fun: Any, *, backend: str = "numpy", strict: bool = False) -> None:
+    def __init__(self, fun: Any, *, backend: str = DEFAULT_BACKEND, strict: bool = False
+                 ) -> None:
         functools.update_wrapper(self, fun)
         self.__wrapped__ = fun
         n = len(inspect.signature(fun).parameters)
@@ -209,7 +211,7 @@ def _wrap_outputs(value: Any, node: CompiledBackward | None) -> Any:
     return out[0] if single else tuple(out)
 
 
-def compile(fun: Any = None, *, backend: str = "numpy", strict: bool = False) -> Any:
+def compile(fun: Any = None, *, backend: str = DEFAULT_BACKEND, strict: bool = False) -> Any:
     """Compile ``fun`` for use inside the eager graph (see the module docstring)."""
     if fun is None:
         return lambda f: Compiled(f, backend=backend, strict=strict)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from srcgrad.build.parts import BUILD_LOCK
+from srcgrad.codegen.backends import registry
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
 from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.frontend import parse as frontend
 from srcgrad.frontend.freshness import Snapshot
@@ -38,21 +40,10 @@ from srcgrad.transforms.callables import (
     wrt_position,
 )
 from srcgrad.transforms.levels import free_arrays, holds_containers, nested
-from srcgrad.transforms.safety import (
-    EAGER,
-    FILTERS_LOCK,
-    NOT_IN_DASK,
-    PASS_THROUGH,
-    SafetyNet,
-    signature,
-)
+from srcgrad.transforms.safety import EAGER, PASS_THROUGH, SafetyNet, signature
 from srcgrad.transforms.specialise import Specialising
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform", "BACKENDS"]
-
-BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
-"""The array libraries a transform's code may call (``"auto"``: CuPy for CuPy arrays, Dask
-for Dask arrays, NumPy otherwise; numba is only ever asked for)."""
+__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform"]
 
 
 class _ArgumentError(TypeError):
@@ -62,11 +53,9 @@ class _ArgumentError(TypeError):
 class Transform(Specialising, SafetyNet):
     """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
 
-    def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *, backend: str = "numpy",
-                 strict: bool = False) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; the known backends are "
-                             f"{', '.join(map(repr, BACKENDS))}")
+    def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *,
+                 backend: str = DEFAULT_BACKEND, strict: bool = False) -> None:
+        self._backend = registry.backend(backend)     # the Backend its hooks are asked of
         functools.update_wrapper(self, fun, updated=())
         self.__wrapped__ = fun
         self.kind, self.backend, self.strict = kind, backend, strict
@@ -114,9 +103,9 @@ class Transform(Specialising, SafetyNet):
         self._shapes_fixed = False
         self._written = self._mutated = ()    # positions written in place (not differentiated)
         self._eager_keys: set = set()         # signatures whose compiled code failed
-        self._vjp = kind == "vjp" and backend != "auto"
+        self._vjp = kind == "vjp" and not self._backend.by_arrays
         self._lowered = None                  # the IR the specialisations are emitted from
-        if backend == "auto":               # decided at the first call, by the arrays passed
+        if self._backend.by_arrays:         # decided at the first call, by the arrays passed
             return
         built = self._build({}, stacklevel=4, refusal=refusal)
         if built is not None:
@@ -124,7 +113,7 @@ class Transform(Specialising, SafetyNet):
             self._fn = built.functions[built.name]
             self._namespace, self._free = built.functions, built.free
             from srcgrad.analysis.shapes import shapes_follow_from_inputs
-            self._shapes_fixed = kind != "vjp" and backend in ("numpy", "numba", "cupy") \
+            self._shapes_fixed = kind != "vjp" and self._backend.specialises_shapes \
                 and not getattr(self._fn, "srcgrad_missing", False) \
                 and shapes_follow_from_inputs(built.ir)
             self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
@@ -162,9 +151,7 @@ class Transform(Specialising, SafetyNet):
     # ------------------------------------------------------------- the compiled code
     def _for_backend(self, args: tuple) -> Transform:
         """``backend="auto"``: the NumPy, CuPy or Dask transform, by the arrays passed."""
-        leaves = pytree.flatten(list(args))[0]
-        name = "dask" if any(pytree.array_library(a) == "dask" for a in leaves) else \
-            "cupy" if any(hasattr(a, "__cuda_array_interface__") for a in leaves) else "numpy"
+        name = registry.for_arrays(pytree.flatten(list(args))[0]).name
         transform = self._specialised.get(name)
         if transform is None:
             with BUILD_LOCK:                  # one transform for all threads
@@ -229,7 +216,7 @@ class Transform(Specialising, SafetyNet):
             raise TypeError(self._free_refusal)
         args, kwargs = self._plain_arguments(args, kwargs)
         positions = self._positions
-        if positions is None or self.backend == "auto":
+        if positions is None or self._backend.by_arrays:
             return self._call_parameters(args, kwargs)
         result = self._call_parameters(args, kwargs)    # gradients by parameter: *args whole
         if self.kind == "vjp":
@@ -243,17 +230,18 @@ class Transform(Specialising, SafetyNet):
     def _call_parameters(self, args: tuple, kwargs: dict) -> Any:
         if self._prefix:
             args = self._prefix + args
-        latest = self._latest
-        if self.backend == "auto":
+        latest, backend = self._latest, self._backend
+        if backend.by_arrays:
             return self._for_backend(args)(*args[len(self._prefix):], **kwargs)
         try:
             if latest is not None and not kwargs and len(args) == self._nparams and not (
                     self._reads_tensors or nested()):
                 result = latest(*args)     # guarded: it hands other signatures to _dispatch
-            elif self.backend == "dask":
-                result = self._on_dask(args, kwargs)
+            elif backend.refuses_arrays and self._refused(args, kwargs):
+                result = EAGER
             else:
-                result = self._dispatch(args, kwargs)
+                with backend.compiled_code():   # Dask's: its warn-and-compute fallback raises
+                    result = self._dispatch(args, kwargs)
         except PASS_THROUGH:
             raise
         except _ArgumentError as exc:
@@ -266,24 +254,18 @@ class Transform(Specialising, SafetyNet):
             return result[0], self._safe_backward(result[1], args, kwargs)
         return result
 
-    def _on_dask(self, args: tuple, kwargs: dict) -> Any:
-        """``_dispatch`` for ``backend="dask"``: arrays of unknown chunk sizes are refused
-        (the gradient divides and scatters by sizes), and NumPy's warn-and-compute fallback
-        for a function Dask lacks raises instead."""
-        unknown = next((a for a in pytree.flatten(list(args) + list(kwargs.values()))[0]
-                        if pytree.array_library(a) == "dask" and any(n != n for n in a.shape)),
-                       None)
-        if unknown is not None:
-            reason = (f"a Dask array of unknown chunk sizes (shape {unknown.shape}) was passed "
-                      f"to {self._name}; call .compute_chunk_sizes() on it first")
-            if self.strict:
-                raise CompileError(reason)
-            warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
-                          FallbackWarning, stacklevel=4)
-            return EAGER
-        with FILTERS_LOCK, warnings.catch_warnings():    # the process's filters: in turns
-            warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
-            return self._dispatch(args, kwargs)
+    def _refused(self, args: tuple, kwargs: dict) -> bool:
+        """Whether the backend's code cannot take these arguments (Dask arrays of unknown
+        chunk sizes): they run eagerly, with a FallbackWarning (``strict``: refused)."""
+        reason = self._backend.refusal(pytree.flatten(list(args) + list(kwargs.values()))[0],
+                                       self._name)
+        if reason is None:
+            return False
+        if self.strict:
+            raise CompileError(reason)
+        warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
+                      FallbackWarning, stacklevel=4)
+        return True
 
     def _redispatch(self, *args: Any) -> Any:
         """What a specialisation's guard calls for arguments it was not made for."""
@@ -352,7 +334,7 @@ class Transform(Specialising, SafetyNet):
                     raise _ArgumentError(str(exc)) from None
 
 
-def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
+def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
          strict: bool = False) -> Any:
     """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
     if fun is None:
@@ -360,8 +342,8 @@ def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
     return Transform(fun, "grad", wrt, backend=backend, strict=strict)
 
 
-def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = "numpy",
-                   strict: bool = False) -> Any:
+def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *,
+                   backend: str = DEFAULT_BACKEND, strict: bool = False) -> Any:
     """Like ``grad``, returning ``(value, gradient)``."""
     if fun is None:
         return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
@@ -372,7 +354,8 @@ def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = 
 _VJP_CACHE: dict = {}
 
 
-def vjp(fun: Callable, *args: Any, backend: str = "numpy", strict: bool = False) -> tuple:
+def vjp(fun: Callable, *args: Any, backend: str = DEFAULT_BACKEND,
+        strict: bool = False) -> tuple:
     """``(fun(*args), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per argument."""
     key = (fun, backend, strict)
     transform = _VJP_CACHE.get(key)

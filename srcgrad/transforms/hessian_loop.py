@@ -15,6 +15,7 @@ Hessian is one call of plain NumPy code, with no Python of srcgrad's between the
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -25,16 +26,6 @@ from srcgrad.codegen.printer import unparse
 from srcgrad.ir import fresh_name
 
 __all__ = ["hessian_function"]
-
-_LOOP = '''def {name}({params}):
-    """The Hessian with respect to {x}: the gradient of the derivative along each unit
-    tangent of {x} (one column each)."""
-    {n} = np.size({x})
-    {units} = np.eye({n}, dtype=np.result_type({x}, 1.0)).reshape(({n},) + np.shape({x}))
-    {columns} = [{grad}({params}, {unit}) for {unit} in {units}]
-    return np.stack({columns}, axis=-1).reshape(np.shape({x}) + np.shape({x}))
-'''
-
 
 def hessian_function(directional: Callable, p: int, base: str, backend: str,
                      strict: bool) -> tuple[Callable, str, Any] | None:
@@ -54,27 +45,79 @@ def hessian_function(directional: Callable, p: int, base: str, backend: str,
     local = {k: fresh_name(k, taken) for k in ("n", "units", "unit", "columns")}
     loop = _hoisted(column, name, params, p, local) if column is not None else None
     if loop is None:
-        loop = _LOOP.format(name=name, params=", ".join(params), x=params[p],
-                            grad=gradient._fn.__name__, **local)
-    text = gradient.source.rstrip("\n") + "\n\n\n" + loop
-    namespace = load(text, f"hessian {base}", gradient._free,
-                     "numpy" if backend == "auto" else backend)
+        loop = _function(_LOOP, name, params, p, {**local, "grad": gradient._fn.__name__})
+    text = gradient.source.rstrip("\n") + "\n\n\n" + unparse(loop) + "\n"
+    namespace = load(text, f"hessian {base}", gradient._free, gradient.backend)
     return namespace[name], text, gradient
 
 
-_HOISTED = '''def {name}({params}):
-    """The Hessian with respect to {x}: the gradient of the derivative along each unit
-    tangent of {x} (one column each); what does not depend on the tangent is computed once."""
-{invariant}
-    {n} = np.size({x})
-    {units} = np.eye({n}, dtype=np.result_type({x}, 1.0)).reshape(({n},) + np.shape({x}))
-    {columns} = []
-    for {unit} in {units}:
-        {tangent} = {unit}
-{varying}
-        {columns}.append({column})
-    return np.stack({columns}, axis=-1).reshape(np.shape({x}) + np.shape({x}))
-'''
+_LOOP = ast.parse('''
+def name(params):
+    """The Hessian with respect to x: the gradient of the derivative along each unit
+    tangent of x (one column each)."""
+    n = np.size(x)
+    units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
+    columns = [grad(params, unit) for unit in units]
+    return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
+''').body[0]
+"""The Hessian's function, calling the column function once per unit tangent: its names
+(``name``, ``params``, ``x``, ``n`` ...) are placeholders that :func:`_function` replaces."""
+
+_HOISTED = ast.parse('''
+def name(params):
+    """The Hessian with respect to x: the gradient of the derivative along each unit
+    tangent of x (one column each); what does not depend on the tangent is computed once."""
+    INVARIANT
+    n = np.size(x)
+    units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
+    columns = []
+    for unit in units:
+        tangent = unit
+        VARYING
+        columns.append(column)
+    return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
+''').body[0]
+"""The Hessian as one loop whose body holds only what depends on the tangent: ``INVARIANT``
+and ``VARYING`` stand for statement lists, ``column`` for the column's expression."""
+
+
+def _function(template: ast.FunctionDef, name: str, params: list[str], p: int,
+              names: dict[str, str], spliced: dict[str, Any] | None = None) -> ast.FunctionDef:
+    """``template`` with its placeholder names replaced: ``params`` (a parameter list or an
+    argument list) by ``params``, ``x`` by ``params[p]``, the others by ``names``; a statement
+    ``INVARIANT``/``VARYING`` by the statements and ``column`` by the expression in
+    ``spliced``."""
+    fn = copy.deepcopy(template)
+    fn.name = name
+    fn.args.args = [ast.arg(q) for q in params]
+    rename = {**names, "x": params[p]}
+    spliced = spliced or {}
+    placeholders = {id(n) for n in ast.walk(fn) if isinstance(n, ast.Name)}
+
+    class Fill(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> Any:
+            if id(node) not in placeholders:
+                return node
+            if node.id in spliced:
+                return spliced[node.id]
+            node.id = rename.get(node.id, node.id)
+            return node
+
+        def visit_Call(self, node: ast.Call) -> Any:
+            node.args = [a for arg in node.args for a in (
+                [ast.Name(q, ast.Load()) for q in params]
+                if isinstance(arg, ast.Name) and arg.id == "params" else [arg])]
+            return self.generic_visit(node)
+
+        def visit_Expr(self, node: ast.Expr) -> Any:
+            if isinstance(node.value, ast.Name) and node.value.id in spliced:
+                return spliced[node.value.id] or [ast.Pass()]
+            return self.generic_visit(node)
+
+    fn.body[1:] = Fill().visit(ast.Module(fn.body[1:], [])).body
+    doc = fn.body[0].value
+    doc.value = doc.value.replace(" x:", f" {params[p]}:").replace("of x ", f"of {params[p]} ")
+    return ast.fix_missing_locations(fn)
 
 
 def _column_function(gradient: Any) -> ast.FunctionDef | None:
@@ -86,7 +129,7 @@ def _column_function(gradient: Any) -> ast.FunctionDef | None:
 
 
 def _hoisted(fn: ast.FunctionDef, name: str, params: list[str], p: int,
-             local: dict[str, str]) -> str | None:
+             local: dict[str, str]) -> ast.FunctionDef | None:
     """The Hessian as one loop over the unit tangents whose body holds only the statements
     that depend on the tangent (the rest computed once, before it), or None when the column
     function is not straight-line code this can split."""
@@ -111,13 +154,8 @@ def _hoisted(fn: ast.FunctionDef, name: str, params: list[str], p: int,
     if moved & kept or tangent in moved:
         return None
     inside = [st for st in body if st not in invariant]
-
-    def lines(statements: list[ast.stmt], indent: str) -> str:
-        return "\n".join(indent + line for st in statements
-                         for line in unparse(st).splitlines()) or f"{indent}pass"
-    return _HOISTED.format(name=name, params=", ".join(params), x=params[p], tangent=tangent,
-                           invariant=lines(invariant, "    "), varying=lines(inside, "        "),
-                           column=unparse(last.value), **local)
+    return _function(_HOISTED, name, params, p, {**local, "tangent": tangent},
+                     {"INVARIANT": invariant, "VARYING": inside, "column": last.value})
 
 
 _WRITERS = {"scatter_add", "add_at", "pop_gradient"}     # helpers that change an argument

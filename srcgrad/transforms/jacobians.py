@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
 from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
 from srcgrad.transforms import pytree
@@ -106,8 +107,8 @@ def _from_rows(rows: list, value: Any, arg: Any) -> Any:
 class Jacobian:
     """``jacfwd``/``jacrev``/``hessian`` of ``fun`` with respect to the argument(s) ``wrt``."""
 
-    def __init__(self, fun: Callable, wrt: Any = 0, *, mode: str, backend: str = "numpy",
-                 strict: bool = False) -> None:
+    def __init__(self, fun: Callable, wrt: Any = 0, *, mode: str,
+                 backend: str = DEFAULT_BACKEND, strict: bool = False) -> None:
         functools.update_wrapper(self, fun, updated=())
         if is_grad_transform(fun) and mode != "hessian":
             mode = "fwd"                           # of a gradient: its jvps are hvps
@@ -305,20 +306,20 @@ def _position(fun: Callable, w: Any) -> int:
     return w
 
 
-def jacfwd(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
-           ) -> Jacobian:
+def jacfwd(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
+           strict: bool = False) -> Jacobian:
     """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, column by column."""
     return Jacobian(fun, wrt, mode="fwd", backend=backend, strict=strict)
 
 
-def jacrev(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
-           ) -> Jacobian:
+def jacrev(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
+           strict: bool = False) -> Jacobian:
     """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, row by row."""
     return Jacobian(fun, wrt, mode="rev", backend=backend, strict=strict)
 
 
-def hessian(fun: Callable, wrt: Any = 0, *, backend: str = "numpy", strict: bool = False
-            ) -> Jacobian:
+def hessian(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
+            strict: bool = False) -> Jacobian:
     """The matrix of second derivatives of ``fun`` with respect to argument(s) ``wrt``."""
     return Jacobian(fun, wrt, mode="hessian", backend=backend, strict=strict)
 

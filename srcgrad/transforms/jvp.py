@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.codegen.backends import registry
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
 from srcgrad.errors import CompileError, FallbackWarning, NoFallback
 from srcgrad.frontend import generated_helpers as generated
 from srcgrad.frontend.freshness import Snapshot
@@ -37,8 +39,6 @@ from srcgrad.transforms.tangent_args import (
 
 __all__ = ["Jvp", "jvp", "hvp_transform", "node_primitive"]
 
-BACKENDS = ("numpy", "numba", "cupy", "dask", "auto")
-
 
 def _plain_count(fun: Any) -> int | None:
     """The number of parameters of a function with only positional parameters, else None."""
@@ -54,11 +54,9 @@ def _plain_count(fun: Any) -> int | None:
 class Jvp:
     """The compiled jvp of ``fun``: ``(primals, tangents) -> (value, tangent)``."""
 
-    def __init__(self, fun: Callable, *, backend: str = "numpy", strict: bool = False,
+    def __init__(self, fun: Callable, *, backend: str = DEFAULT_BACKEND, strict: bool = False,
                  tangent_only: bool = False) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; the known backends are "
-                             f"{', '.join(map(repr, BACKENDS))}")
+        self._backend = registry.backend(backend)
         functools.update_wrapper(self, fun, updated=())
         self.fun, self.backend, self.strict = fun, backend, strict
         self.tangent_only = tangent_only
@@ -104,7 +102,7 @@ class Jvp:
                 raise CompileError(f"{getattr(self.fun, '__qualname__', self.fun)} has *args, "
                                    "keyword-only or ** parameters: jvp compiles functions of "
                                    "positional parameters (wrap it in a lambda)")
-            built = build_jvp(self._flat or self.fun, wrt, _backend(self.backend), trees,
+            built = build_jvp(self._flat or self.fun, wrt, self._backend.unfused, trees,
                               tangent_only=self.tangent_only)
         except CompileError as exc:
             if quiet or self.strict or isinstance(exc, NoFallback):
@@ -257,7 +255,8 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
         from srcgrad.build.forward import build_jvp
         from srcgrad.transforms.grad import Transform
         snapshot = Snapshot(fun)
-        built = build_jvp(fun, along, _backend(backend), trees, tangent_only=True)
+        built = build_jvp(fun, along, registry.backend(backend).unfused, trees,
+                          tangent_only=True)
         snapshot.watch(built.resolved)
         tangent = built.functions[built.name]
         hvp = Transform(tangent, "grad", wrt, backend=backend, strict=strict)
@@ -265,17 +264,11 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
     return hvp
 
 
-def _backend(backend: str) -> str:
-    """The backend a jvp module is written for: forward mode has no shape specialisation,
-    so no fused kernels, and ``"numba"``'s jvp is NumPy's code."""
-    return "numpy" if backend in ("auto", "numba") else backend
-
-
 _JVPS: dict[Any, Jvp] = {}
 
 
-def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *, backend: str = "numpy",
-        strict: bool = False) -> Any:
+def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *,
+        backend: str = DEFAULT_BACKEND, strict: bool = False) -> Any:
     """``(fun(*primals), J·tangents)``: the forward-mode derivative of ``fun`` at
     ``primals`` along ``tangents`` (one per argument, shaped as it).  Without ``primals``,
     the compiled transform itself."""

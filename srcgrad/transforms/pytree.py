@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from srcgrad.codegen.backends.registry import array_backend
 from srcgrad.runtime.eager.subclasses import plain
 from srcgrad.runtime.eager.tensor import Tensor
 
 __all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
-           "zero_like", "same_kind", "array_library", "plain_leaves"]
+           "zero_like", "same_kind", "plain_leaves"]
 
 
 def is_leaf(x: Any) -> bool:
@@ -70,19 +71,9 @@ def differentiable(x: Any) -> bool:
         return True
     if isinstance(x, Tensor):
         return x._data.dtype.kind == "f"
-    if isinstance(x, (np.ndarray, np.floating)) or array_library(x) in ("cupy", "dask"):
+    if isinstance(x, (np.ndarray, np.floating)) or array_backend(x) is not None:
         return x.dtype.kind == "f"
     return False
-
-
-def array_library(x: Any) -> str | None:
-    """``"cupy"`` or ``"dask"`` for an array of those libraries (told by its class, without
-    importing them), else None."""
-    kind = type(x)
-    if kind.__name__ not in ("ndarray", "Array"):
-        return None
-    library = kind.__module__.split(".")[0]
-    return library if library in ("cupy", "dask") else None
 
 
 def _paths(tree: Any, path: str) -> list[tuple[str, Any]]:

@@ -1,4 +1,4 @@
-"""The safety net behind compiled code (issue 8): when it raises, the call runs again on the
+"""The safety net behind compiled code: when it raises, the call runs again on the
 eager engine.  If that raises too, the error is the answer (NumPy's, or the compiled one of the
 same kind, whose traceback shows the generated line); if not, the compiled code has a bug: one
 ``FallbackWarning`` names it and that signature stays eager (``strict=True`` raises
@@ -9,27 +9,19 @@ generic code on NumPy floats first.
 from __future__ import annotations
 
 import linecache
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from srcgrad.codegen.backends.base import FILTERS_LOCK
+from srcgrad.codegen.backends.registry import array_backend
 from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
 from srcgrad.transforms import pytree
 from srcgrad.transforms.callables import written_container
 
-__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "NOT_IN_DASK", "FILTERS_LOCK"]
-
-NOT_IN_DASK = r"The `numpy\.[\w.]+` function is not implemented by Dask array"
-"""Dask's warning before it computes its arrays into NumPy's for a function it lacks (made
-an error while compiled code runs on Dask arrays)."""
-
-FILTERS_LOCK = threading.RLock()
-"""Held while srcgrad's own warning filter is in place (that warning made an error): the
-filters are the process's, and each ``catch_warnings`` restores those it found, so calls
-in several threads take turns (else one would restore the filter another had added)."""
+__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "FILTERS_LOCK"]
 
 EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
 PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
@@ -46,12 +38,10 @@ class SafetyNet:
         (the compiled one when of the same kind: its traceback shows the generated line).
         If not, the eager engine cannot run the call either, and that is a CompileError
         naming the reasons (an error NumPy would not raise never reaches the user), except
-        ``grad`` of a non-scalar result: the ValueError SPEC §2 asks for.  Dask arguments
+        ``grad`` of a non-scalar result: a ValueError that points to vjp.  Dask arguments
         are computed into NumPy arrays first (the eager engine is NumPy's)."""
         from srcgrad.transforms.fallback import eager_transform, plain_error
-        if self.backend == "dask":
-            import dask
-            values = list(dask.compute(*values))
+        values = self._backend.eager_arguments(values)
         try:
             result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
                                      self._call, outer=self._reads_tensors)
@@ -97,8 +87,8 @@ class SafetyNet:
     def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
         values = self._bind(args, kwargs)
-        if self.backend == "dask":
-            self._refuse_on_dask(exc, values)
+        if not self._backend.eager_takes_arrays:
+            self._refuse_before_eager(exc, values)
         if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
                 self.fallback_reason is None and any(
                 type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
@@ -109,22 +99,20 @@ class SafetyNet:
         self._internal_error(exc, signature(values))
         return result
 
-    def _refuse_on_dask(self, exc: Exception, values: list) -> None:
-        """Dask's answer to compiled code that raised ``exc``: a CompileError at the user's
-        line for what Dask cannot do lazily (or its linear algebra cannot do on these
-        chunks); the function's own error where it fails alike on these arrays; with
-        ``strict``, a CompileError for anything else (the eager engine would compute every
-        Dask argument on the client)."""
+    def _refuse_before_eager(self, exc: Exception, values: list) -> None:
+        """The answer, before the eager engine computes the arguments (Dask's, on the
+        client), to compiled code that raised ``exc``: where the library refuses what the
+        code asks (Dask: what it cannot do lazily), a CompileError at the user's line with
+        ``strict``; the function's own error where it fails alike on these arrays; with
+        ``strict``, a CompileError for anything else."""
         from srcgrad.transforms.fallback import plain_error
-        if isinstance(exc, (NotImplementedError, FutureWarning)) or _raised_in(
-                exc, "dask.array.linalg"):
-            exc.not_compiled = True           # Dask cannot do this lazily, or at all
+        refusal = self._backend.own_refusal(exc, self._name, _at(exc))
+        if refusal is not None:
+            exc.not_compiled = True           # the library cannot do this lazily, or at all
             if self.strict:
-                raise CompileError(f"Dask cannot compute the derivative of {self._name} "
-                                   f"lazily{_at(exc)}: {str(exc).strip()}") from None
+                raise CompileError(refusal) from None
             return
-        with FILTERS_LOCK, warnings.catch_warnings():   # functions Dask lacks raise
-            warnings.filterwarnings("error", category=FutureWarning, module="dask")
+        with self._backend.plain_code():      # functions Dask lacks raise
             error = plain_error(self._target, values, self._call)
         if error is not None and type(error) is type(exc):
             raise exc from None               # the function itself fails on these arrays
@@ -190,31 +178,18 @@ class SafetyNet:
         def vjp_fn(cotangent: Any) -> Any:
             cotangent = pytree.plain_leaves(cotangent, "the cotangent")
             try:
-                if self.backend != "dask":
-                    return backward(cotangent)
-                with FILTERS_LOCK, warnings.catch_warnings():
-                    warnings.filterwarnings("error", NOT_IN_DASK, FutureWarning)
+                with self._backend.compiled_code():
                     return backward(cotangent)
             except PASS_THROUGH:
                 raise
             except Exception as exc:
                 values = self._bind(args, kwargs)
-                if self.backend == "dask":
-                    self._refuse_on_dask(exc, values)
+                if not self._backend.eager_takes_arrays:
+                    self._refuse_before_eager(exc, values)
                 grads = self._eager(values, exc)[1](cotangent)
                 self._internal_error(exc, signature(values))
                 return grads
         return vjp_fn
-
-
-def _raised_in(exc: BaseException, package: str) -> bool:
-    """Whether ``exc`` was raised inside ``package`` (its innermost frame): Dask's linear
-    algebra refuses what its blocks cannot do (chunks that are not square, stacks)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
-    return module == package or module.startswith(package + ".")
 
 
 def _at(exc: BaseException) -> str:
@@ -255,7 +230,7 @@ def _key(values: Any) -> Any:
         return (type(values), tuple(_key(v) for v in values))
     if isinstance(values, dict):
         return (dict, tuple((repr(k), _key(values[k])) for k in sorted(values, key=repr)))
-    if isinstance(values, (np.ndarray, np.generic)) or pytree.array_library(values):
+    if isinstance(values, (np.ndarray, np.generic)) or array_backend(values) is not None:
         return (type(values), values.shape, values.dtype.str)
     return type(values)
 

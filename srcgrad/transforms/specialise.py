@@ -41,9 +41,9 @@ from srcgrad.codegen.backends.numba.loop_sites import (
     merge,
     python_scalars,
 )
+from srcgrad.codegen.backends.registry import DEFAULT_BACKEND, array_backend
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Function, Stmt, Var
-from srcgrad.transforms.pytree import array_library
 
 __all__ = ["Lowered", "Specialising", "build", "copy_ir", "shape_facts",
            "specialise"]
@@ -114,7 +114,7 @@ def _fresh(value: Any, memo: dict[int, Any]) -> Any:
 
 
 def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
-          backend: str = "numpy") -> tuple[Any, Lowered]:
+          backend: str = DEFAULT_BACKEND) -> tuple[Any, Lowered]:
     """``compiler.build(fun, kind, wrt, single, backend)`` (the generic code), and the
     lowered IR and graph it was emitted from, kept for the specialisations."""
     from srcgrad.build import reverse as compiler  # its stages (and so what patches them)
@@ -129,9 +129,9 @@ def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
     return guarded(fun, lowered_and_emitted)
 
 
-def specialise(lowered: Lowered, fun: Any, kind: str, single: bool, backend: str = "numpy",
-               scalar: bool = False, facts: dict[str, tuple] | None = None,
-               guard: tuple | None = None) -> Any:
+def specialise(lowered: Lowered, fun: Any, kind: str, single: bool,
+               backend: str = DEFAULT_BACKEND, scalar: bool = False,
+               facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Any:
     """What ``compiler.build(fun, kind, lowered.wrt, single, backend, scalar=scalar,
     facts=facts, guard=guard)`` builds, emitted from a copy of the kept IR (``fun``: where
     an internal error is reported)."""
@@ -213,10 +213,10 @@ class Specialising:
         return result
 
     def _loops_specialise(self) -> bool:
-        """Whether this transform's loops (if any) may be specialised: only numba's code
-        is (its loops become kernels); the other backends keep their generic code."""
+        """Whether this transform's loops (if any) may be specialised: only where the
+        backend's are (numba's loops become kernels); the others keep their generic code."""
         lowered = getattr(self, "_lowered", None)
-        return self.backend == "numba" or lowered is None or not has_loops(lowered.ir)
+        return self._backend.specialises_loops or lowered is None or not has_loops(lowered.ir)
 
     def _probe(self) -> Callable:
         """The generic function, changed to return its local values along with its result;
@@ -286,5 +286,7 @@ def _plain(a: Any) -> bool:
 
 
 def _device_array(a: Any) -> bool:
-    """Whether ``a`` is a CuPy array (told without importing CuPy)."""
-    return array_library(a) == "cupy"
+    """Whether ``a`` is an array of another library whose code is specialised for shapes
+    (CuPy's: told without importing CuPy)."""
+    owner = array_backend(a)
+    return owner is not None and owner.specialises_shapes

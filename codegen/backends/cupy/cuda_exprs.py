@@ -14,11 +14,13 @@ preamble must define (the ``np_maximum`` helpers, the include for ``CUDART_INF``
 
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
 
 from srcgrad.codegen.backends.fusion.regions import Apply, Expr, Lit, Ref, Unsupported
+from srcgrad.runtime.rules.operators import OPERATORS, POWERS, operation, operations
 
 __all__ = ["CTYPES", "Unsupported", "supports", "CWriter", "c_literal", "reserved"]
 
@@ -27,37 +29,6 @@ CTYPES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float",
           np.dtype(np.int32): "int"}
 """The dtypes a kernel holds, with their C types (CuPy's own mapping)."""
 
-
-# One string per table: C spells these as NumPy names them, or as written after the '='.
-_SAME = ("sin cos tan sinh cosh tanh exp exp2 expm1 log log2 log10 log1p sqrt cbrt floor "
-         "ceil trunc rint fabs hypot fmod copysign fmax fmin")
-_RENAMED = ("arcsin=asin arccos=acos arctan=atan arcsinh=asinh arccosh=acosh "
-            "arctanh=atanh arctan2=atan2 power=pow absolute=fabs")
-_CALLS = {getattr(np, n): n for n in _SAME.split()}
-_CALLS.update({getattr(np, k): v for k, v in (p.split("=") for p in _RENAMED.split())})
-"""Float functions written as C's function of the same meaning."""
-_PREDICATES = {getattr(np, n): n for n in "isnan isinf isfinite signbit".split()}
-_INFIX = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
-_COMPARE = {np.greater: ">", np.greater_equal: ">=", np.less: "<", np.less_equal: "<=",
-            np.equal: "==", np.not_equal: "!="}
-_LOGICAL = {np.logical_and: "&&", np.logical_or: "||", np.logical_xor: "!=",
-            np.bitwise_and: "&&", np.bitwise_or: "||", np.bitwise_xor: "!="}
-"""Logical ufuncs (and the bitwise ones, on bools only), over operands cast to bool."""
-_BOOL_ARITHMETIC = {np.add: "||", np.multiply: "&&", np.maximum: "||", np.minimum: "&&"}
-"""NumPy's arithmetic on bools is logic: ``True + True`` is ``True``."""
-_HELPERS = {
-    np.maximum: "{t} np_maximum({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}",
-    np.minimum: "{t} np_minimum({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}",
-    np.sign: ("{t} np_sign({t} a) {{ return a > {zero} ? {one} : "
-              "(a < {zero} ? -{one} : (a == {zero} ? {zero} : a)); }}"),
-    np.square: "{t} np_square({t} a) {{ return a * a; }}",
-}
-"""Device functions for what C has no NumPy-exact spelling of (``{t}``: the C type)."""
-_HELPER_NOTES = {np.maximum: "np.maximum/np.minimum: a NaN in either argument propagates",
-                 np.sign: "np.sign: -1, 0 or 1 (+0 for -0), and NaN for NaN",
-                 np.square: "np.square, x ** 2: x * x, exactly (pow need not be)"}
-_OTHERS = (np.negative, np.positive, np.logical_not, np.invert, np.square, np.reciprocal,
-           np.where)
 
 _KEYWORDS = """alignas alignof and asm auto bool break case catch char char16_t char32_t class
     compl const constexpr const_cast continue decltype default delete do double dynamic_cast
@@ -69,7 +40,8 @@ _KEYWORDS = """alignas alignof and asm auto bool break case catch char char16_t 
     warpSize min max abs isnan isinf isfinite signbit pow ptrdiff_t size_t CIndexer CArray
     IndexT REDUCE POST_MAP np_maximum np_minimum np_sign np_square INFINITY NAN HUGE_VAL CUDART_INF
     CUDART_NAN CUDART_INF_F CUDART_NAN_F"""
-_RESERVED = frozenset(_KEYWORDS.split()) | frozenset(_CALLS.values())
+_RESERVED = frozenset(_KEYWORDS.split()) | frozenset(
+    p.cuda[1] for p in operations().values() if p.cuda is not None and p.cuda[0] == "call")
 """Names a kernel's variables may not take: C++'s keywords, the names CuPy's kernel templates
 use (the loop index ``i``, the reduction's ``a`` and ``b``), and the functions kernels call."""
 
@@ -85,8 +57,8 @@ def supports(func: object, dtype: np.dtype | None = None) -> bool:
     ``dtype`` where that is given."""
     if dtype is not None and np.dtype(dtype) not in CTYPES:
         return False
-    known = (*_CALLS, *_PREDICATES, *_INFIX, *_COMPARE, *_LOGICAL, *_HELPERS, *_OTHERS)
-    return any(func is f for f in known)
+    prim = operation(func)
+    return prim is not None and prim.cuda is not None
 
 
 def reserved(name: str) -> bool:
@@ -135,12 +107,11 @@ class CWriter:
         lines = ["#include <cupy/math_constants.h>"] if self.constants else []
         noted = set()
         for func, ctype in self.helpers:
-            note = _HELPER_NOTES.get(np.maximum if func is np.minimum else func)
+            _, template, note, *_ = operation(func).cuda
             if note not in noted:
                 lines.append(f"// {note}")
                 noted.add(note)
-            text = _HELPERS[func].format(t=ctype, one=c_literal(1, ctype),
-                                         zero=c_literal(0, ctype))
+            text = template.format(t=ctype, one=c_literal(1, ctype), zero=c_literal(0, ctype))
             lines.append(f"__device__ {text}")
         return "\n".join(lines)
 
@@ -185,48 +156,54 @@ class CWriter:
     def _apply(self, e: Apply) -> tuple[str, int, str]:
         f, args, out = e.func, e.args, _ctype(np.dtype(e.dtype))
         name = getattr(f, "__name__", repr(f))
-        if f is np.where:
+        prim = operation(f)
+        if prim is None or prim.cuda is None:
+            raise Unsupported(f"{name} giving {e.dtype}" if out not in ("double", "float")
+                              else f"CuPy kernels cannot write {name!r}")
+        how = prim.cuda
+        if how[0] == "ternary":
             cond = self._operand(args[0], "bool", _PREC_OR)
             yes, no = (self._operand(a, out, _PREC_OR) for a in args[1:])
             return f"{cond} ? {yes} : {no}", _PREC_COND, out
-        if out == "bool" and f in _BOOL_ARITHMETIC:
-            return self._binary(_BOOL_ARITHMETIC[f], args, "bool", "bool")
-        if f in _LOGICAL or f is np.logical_not or (f is np.invert and out == "bool"):
-            if any(self.dtype(a) is not None and self.dtype(a).kind != "b" for a in args) \
-                    and f not in (np.logical_and, np.logical_or, np.logical_xor,
-                                  np.logical_not):
-                raise Unsupported(f"{name} of integers")
+        if out == "bool" and prim.cuda_bool is not None:
+            return self._binary(prim.cuda_bool, args, "bool", "bool")
+        if how[0] == "logical" or how[0] == "bits" and (len(args) == 2 or out == "bool"):
+            if how[0] == "bits" and any(self.dtype(a) is not None and self.dtype(a).kind != "b"
+                                        for a in args):
+                raise Unsupported(f"{name} of integers")        # bitwise: of bools only
             if len(args) == 1:
-                return "!" + self._operand(args[0], "bool", _PREC_UNARY), _PREC_UNARY, "bool"
-            return self._binary(_LOGICAL[f], args, "bool", "bool")
-        if f in _COMPARE:
-            return self._binary(_COMPARE[f], args, self._common(args), "bool")
-        if f in _PREDICATES:
+                return how[1] + self._operand(args[0], "bool", _PREC_UNARY), _PREC_UNARY, "bool"
+            return self._binary(how[1], args, "bool", "bool")
+        if how[0] == "compare":
+            return self._binary(how[1], args, self._common(args), "bool")
+        if how[0] == "predicate":
             arg = self.dtype(args[0])
             ctype = _ctype(arg) if arg is not None and arg.kind == "f" else "double"
-            return f"{_PREDICATES[f]}({self.expr(args[0], ctype)})", _PREC_ATOM, "bool"
-        if out not in ("double", "float") and f not in (np.add, np.subtract, np.multiply,
-                                                        np.negative, np.positive):
+            return f"{how[1]}({self.expr(args[0], ctype)})", _PREC_ATOM, "bool"
+        if out not in ("double", "float") and not (how[0] in ("infix", "unary")
+                                                   and prim.int_closed):
             raise Unsupported(f"{name} giving {e.dtype}")
-        if f in _INFIX:
-            return self._binary(_INFIX[f], args, out, out)
-        if f in (np.negative, np.positive):
-            sign = "-" if f is np.negative else "+"
-            return sign + self._operand(args[0], out, _PREC_UNARY), _PREC_UNARY, out
-        if f is np.power and isinstance(args[1], Lit) and args[1].value == 2 \
-                and not isinstance(args[1].value, bool):
-            f, args = np.square, args[:1]                     # NumPy's x ** 2 is x * x
-        if f is np.square and isinstance(args[0], Ref) and self.dtype(args[0]) == e.dtype:
-            return f"{self.expr(args[0])} * {self.expr(args[0])}", _PREC_MUL, out
-        if f is np.reciprocal:
-            return f"{c_literal(1, out)} / {self._operand(args[0], out, _PREC_UNARY)}", \
-                _PREC_MUL, out
-        if f in _HELPERS:
+        if how[0] == "infix":
+            return self._binary(how[1], args, out, out)
+        if how[0] == "unary":
+            return how[1] + self._operand(args[0], out, _PREC_UNARY), _PREC_UNARY, out
+        if prim.operator is ast.Pow and isinstance(args[1], Lit) \
+                and type(args[1].value) in (int, float) and float(args[1].value).is_integer() \
+                and args[1].value in POWERS:        # NumPy's x ** 2 is x * x
+            prim, args = POWERS[args[1].value], args[:1]
+            f, how = prim.fn, prim.cuda
+        if how[0] == "helper" and len(how) > 3 and isinstance(args[0], Ref) \
+                and self.dtype(args[0]) == e.dtype:
+            return how[3].format(a=self.expr(args[0])), _PREC_MUL, out
+        if how[0] == "quotient":                    # np.reciprocal: 1 / x
+            return self._binary(OPERATORS[ast.Div].cuda[1], (Lit(prim.numerator), args[0]),
+                                out, out)
+        if how[0] == "helper":
             self.helpers[(f, out)] = None
             return f"np_{f.__name__}({', '.join(self.expr(a, out) for a in args)})", \
                 _PREC_ATOM, out
-        if f in _CALLS:
-            return f"{_CALLS[f]}({', '.join(self.expr(a, out) for a in args)})", _PREC_ATOM, out
+        if how[0] == "call":
+            return f"{how[1]}({', '.join(self.expr(a, out) for a in args)})", _PREC_ATOM, out
         raise Unsupported(f"CuPy kernels cannot write {name!r}")
 
     def _binary(self, op: str, args: tuple[Expr, ...], ctype: str | None,

@@ -36,6 +36,7 @@ from srcgrad.codegen.backends.cupy.cuda_exprs import (
 from srcgrad.codegen.backends.fusion.regions import (
     Apply,
     Expr,
+    KernelEmitter,
     Let,
     Note,
     Reduce,
@@ -43,6 +44,7 @@ from srcgrad.codegen.backends.fusion.regions import (
     Region,
     Update,
 )
+from srcgrad.runtime.rules.operators import operation
 
 __all__ = ["CUPY_KERNELS", "CupyKernels", "Unsupported", "supports"]
 
@@ -281,13 +283,15 @@ class _Kernels:
         plan, step = self.plan, red.step
         ctype = CTYPES.get(np.dtype(red.dtype))
         axes = tuple(sorted({a % len(plan.domain) for a in step.axes}))
-        if step.func is np.add and ctype is not None:
-            reduce_expr, identity = "a + b", c_literal(0, ctype)
-        elif step.func in (np.maximum, np.minimum) and ctype in ("double", "float"):
+        prim = operation(step.func)             # its hints: how C writes it, where it starts
+        how = prim.cuda if prim is not None and prim.reduce_from is not None else ("",)
+        if how[0] == "infix" and ctype is not None:
+            reduce_expr, identity = f"a {how[1]} b", c_literal(prim.reduce_from, ctype)
+        elif how[0] == "helper" and ctype in ("double", "float"):
             if any(plan.domain[a] == 0 for a in axes):
                 raise Unsupported(f"{red.name}: a maximum or minimum over no elements")
             reduce_expr = f"np_{step.func.__name__}(a, b)"
-            identity = c_literal(-np.inf if step.func is np.maximum else np.inf, ctype)
+            identity = c_literal(prim.reduce_from, ctype)
         else:
             raise Unsupported(f"{red.name}: a reduction by {step.func} to {red.dtype}")
         params, steps = plan.closure(red.deps, plan.available)
@@ -303,7 +307,7 @@ class _Kernels:
         out = names.claim(red.name)
         lines, writer = self._body(steps, dict(cvars), names, {p.name: p for p in params})
         value = writer.expr(step.expr, ctype)
-        if step.func is not np.add:
+        if how[0] == "helper":
             writer.helpers[(step.func, ctype)] = None
         writer.constants |= "CUDART" in identity
         preamble = writer.preamble()
@@ -360,7 +364,7 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
 
 
-class CupyKernels:
+class CupyKernels(KernelEmitter):
     """The CuPy :class:`~srcgrad.codegen.backends.fusion.regions.KernelEmitter`:
     ``cp.ElementwiseKernel``
     and ``cp.ReductionKernel`` objects built at module level, called in the function."""

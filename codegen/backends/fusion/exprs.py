@@ -23,19 +23,14 @@ import numpy as np
 
 from srcgrad.codegen.backends.fusion.regions import Apply, Expr, Lit, Ref
 from srcgrad.runtime.rules.core import unreduce
+from srcgrad.runtime.rules.operators import OPERATORS, POWERS
 from srcgrad.runtime.rules.primitives import unbroadcast
 
 __all__ = ["Typed", "Translator", "FUSED_DTYPES", "Known", "applications", "broadcast",
-           "reduction_axes", "refs", "renamed"]
+           "reduction_axes", "refs", "renamed", "fused_operator"]
 
 FUSED_DTYPES = (np.dtype(np.float64), np.dtype(np.bool_))
 """The dtypes of the arrays (and intermediates) a region may hold."""
-
-BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
-          ast.Div: np.true_divide, ast.Pow: np.power}
-UNARY = {ast.USub: np.negative, ast.UAdd: np.positive}
-COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
-           ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
 
 _FILLS = {np.zeros: 0.0, np.ones: 1.0}
 _LIKE = {np.zeros_like: 0, np.ones_like: 1, np.full_like: None}
@@ -98,20 +93,18 @@ class Translator:
                 return None
             shape, dtype, python = fact
             return Typed(Ref(node.id), shape, dtype, python, view=not python)
-        if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
+        if isinstance(node, ast.UnaryOp) and (func := fused_operator(node.op)) is not None:
             if isinstance(node.operand, ast.Constant) and isinstance(node.op, ast.USub):
                 value = node.operand.value
                 return _literal(-value) if type(value) in (int, float) else None
-            return self._apply(UNARY[type(node.op)], [node.operand], known, operator=True)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(
-                node.right, ast.Constant) and node.right.value == 0.5:
-            return self._square_root(node.left, known)
-        if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
-            return self._apply(BINOPS[type(node.op)], [node.left, node.right], known,
-                               operator=True)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
-            return self._apply(COMPARE[type(node.ops[0])], [node.left, node.comparators[0]],
-                               known, operator=True)
+            return self._apply(func, [node.operand], known, operator=True)
+        if isinstance(node, ast.BinOp) and (root := _root(node)) is not None:
+            return self._root(root, node.left, known)
+        if isinstance(node, ast.BinOp) and (func := fused_operator(node.op)) is not None:
+            return self._apply(func, [node.left, node.right], known, operator=True)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and (func := fused_operator(node.ops[0])) is not None:
+            return self._apply(func, [node.left, node.comparators[0]], known, operator=True)
         if isinstance(node, ast.Call):
             return self._call(node, known)
         return None
@@ -154,14 +147,14 @@ class Translator:
             return self._apply(func, args, known)
         return None
 
-    def _square_root(self, base: ast.expr, known: Known) -> Typed | None:
+    def _root(self, func: Callable, base: ast.expr, known: Known) -> Typed | None:
         """``base ** 0.5``: NumPy computes an array's as ``np.sqrt`` (``(-0.0) ** 0.5`` is
         -0.0, ``(-inf) ** 0.5`` nan), a scalar's as ``pow`` (0.0 and inf).  A value of shape
         ``()`` may be either (a 0-d array, a NumPy scalar): it stays NumPy's."""
         typed = self.expr(base, known)
         if typed is None or typed.python or not typed.shape:
             return None
-        return self._apply(np.sqrt, [base], known)
+        return self._apply(func, [base], known)
 
     def _apply(self, func: Callable, nodes: list[ast.expr], known: Known,
                operator: bool = False) -> Typed | None:
@@ -259,6 +252,22 @@ class Translator:
             inner = node.args[0]
         typed = self.expr(inner, known) if inner is not None else None
         return typed.shape if typed is not None else None
+
+
+def fused_operator(op: ast.AST) -> Callable | None:
+    """The ufunc of the operator ``op`` (``ast.Add``: ``np.add``) where a region may hold it
+    written as that operator, else None."""
+    prim = OPERATORS.get(type(op))
+    return prim.fn if prim is not None and prim.fused_operator else None
+
+
+def _root(node: ast.BinOp) -> Callable | None:
+    """The ufunc NumPy computes ``x ** c`` of an array with, for a constant fractional ``c``
+    (an integer power is exact either way, and stays a power)."""
+    c = node.right.value if isinstance(node.op, ast.Pow) and isinstance(
+        node.right, ast.Constant) else None
+    prim = POWERS.get(c) if type(c) in (int, float) else None
+    return prim.fn if prim is not None and not float(c).is_integer() else None
 
 
 def _literal(value: Any) -> Typed | None:

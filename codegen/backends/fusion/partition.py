@@ -37,6 +37,7 @@ from srcgrad.codegen.backends.fusion.exprs import (
     Typed,
     applications,
     broadcast,
+    fused_operator,
     reduction_axes,
     refs,
     renamed,
@@ -44,13 +45,9 @@ from srcgrad.codegen.backends.fusion.exprs import (
 from srcgrad.codegen.backends.fusion.regions import Let, Note, Reduce, Region, Step, Update, Value
 from srcgrad.codegen.backends.fusion.scope import Scope, comment_text
 from srcgrad.ir import fresh_name
+from srcgrad.runtime.rules.operators import operation
 
 __all__ = ["find_regions"]
-
-_REDUCTIONS = {np.sum: np.add, np.max: np.maximum, np.amax: np.maximum, np.min: np.minimum,
-               np.amin: np.minimum}
-_UPDATES = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
-            ast.Div: np.true_divide, ast.Pow: np.power}
 
 
 @dataclass
@@ -181,7 +178,7 @@ class _Finder:
                 return None                   # a view: NumPy's (it aliases what it shows)
             return _Read("let", target, value, value.shape, value.dtype, refs(value.expr))
         if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) \
-                and type(st.op) in _UPDATES:
+                and fused_operator(st.op) is not None:
             return self._update(st)
         return None
 
@@ -194,13 +191,14 @@ class _Finder:
         """``np.sum(e, axis=..., keepdims=...)`` (and max, min) of an elementwise ``e``; False
         where ``node`` is no such call."""
         call = self.tr.numpy_object(node.func) if isinstance(node, ast.Call) else None
-        if call not in _REDUCTIONS:
+        prim = operation(call) if call is not None else None
+        func = prim.reduces_with if prim is not None else None    # np.add for np.sum ...
+        if func is None:
             return False
         keywords = {k.arg: k.value for k in node.keywords}
         if not 1 <= len(node.args) <= 2 or set(keywords) - {"axis", "keepdims"} or (
                 len(node.args) == 2 and "axis" in keywords):
             return None
-        func = _REDUCTIONS[call]
         if self.tr.supports is not None and not self.tr.supports(func):
             return None
         value = self.tr.expr(node.args[0], self.known)
@@ -230,7 +228,7 @@ class _Finder:
         if fact is None or fact[2] or not self.owned.get(target) or not _spreads(fact[0]):
             return None
         value = self.tr.expr(st.value, self.known)
-        func = _UPDATES[type(st.op)]
+        func = fused_operator(st.op)
         if value is None or (self.tr.supports is not None and not self.tr.supports(func)):
             return None
         if broadcast(fact[0], value.shape) != fact[0]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -143,7 +143,26 @@ class Region:
 
 
 class KernelEmitter(Protocol):
-    """What a backend that runs fused kernels provides (see ``Backend.kernels``)."""
+    """What a backend that runs fused kernels provides (see ``Backend.kernels``).  An emitter
+    that subclasses it inherits the defaults of ``names``, ``file_backed``, ``supports`` and
+    ``loops``."""
+
+    names: tuple[str, ...] = ()
+    """The module-level names its prelude and kernels bind (the module's own avoid them)."""
+
+    file_backed: bool = False
+    """Whether a module with its kernels must be loaded from a real file (numba's on-disk
+    cache)."""
+
+    def supports(self, func: Callable) -> bool:
+        """Whether a kernel can apply the NumPy function ``func`` (the fusion pass leaves
+        the others out of its regions)."""
+        return True
+
+    def loops(self, functions: list, main: Any, loops: dict, taken: set[str]) -> list[str]:
+        """Loop kernels: rewrite the qualifying loops of ``main`` to call them, and return
+        their sources (``loops``: the loop bodies' facts); none by default."""
+        return []
 
     def prelude(self) -> list[str]:
         """Lines after the module's imports (``import numba``, with a plain-Python

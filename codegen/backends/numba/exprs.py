@@ -28,41 +28,28 @@ import numpy as np
 
 from srcgrad.codegen.backends.fusion.regions import Apply, Expr, Lit, Ref, Unsupported
 from srcgrad.codegen.backends.numba.libm import ZEROS, spelling
+from srcgrad.runtime.rules.operators import OPERATORS, operation, operations
 
-__all__ = ["Unsupported", "SUPPORTED", "OPERATORS", "supports", "Term", "write_expr", "spell",
+__all__ = ["Unsupported", "SUPPORTED", "supports", "Term", "write_expr", "spell",
            "dtype_expr", "constant", "in_kind"]
 
 
-OPERATORS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult,
-             np.true_divide: ast.Div, np.power: ast.Pow, np.remainder: ast.Mod,
-             np.floor_divide: ast.FloorDiv}
-"""Ufuncs written as Python operators (numba's ``np.remainder`` and ``np.floor_divide`` on
-scalars differ from NumPy's; its ``%`` and ``//`` agree, under ``error_model="numpy"``)."""
-_RAISING = (np.true_divide, np.power, np.remainder, np.floor_divide)
-"""Operators that Python numbers make raise (or turn complex) where NumPy gives inf or nan."""
-_COMPARE = {np.greater: ast.Gt, np.greater_equal: ast.GtE, np.less: ast.Lt,
-            np.less_equal: ast.LtE, np.equal: ast.Eq, np.not_equal: ast.NotEq}
-_UNARY = {np.negative: ast.USub, np.positive: ast.UAdd}
-_LOGICAL = {np.logical_and: ast.BitAnd, np.logical_or: ast.BitOr, np.logical_xor: ast.BitXor}
-_BITWISE = {np.bitwise_and: ast.BitAnd, np.bitwise_or: ast.BitOr, np.bitwise_xor: ast.BitXor}
-_SPECIAL = (np.where, np.logical_not, np.absolute, np.square, np.reciprocal)
-_CALLS = frozenset({
-    np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
-    np.arcsinh, np.arccosh, np.arctanh, np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10,
-    np.log1p, np.sqrt, np.cbrt, np.floor, np.ceil, np.trunc, np.rint, np.fabs, np.sign,
-    np.isnan, np.isinf, np.isfinite, np.signbit, np.deg2rad, np.rad2deg, np.degrees,
-    np.radians, np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2,
-    np.copysign, np.arctan2, np.hypot, np.float_power, np.nextafter, np.fmod})
-"""Ufuncs written ``np.name(...)`` or as a helper of :mod:`~srcgrad.codegen.backends.numba.libm`:
-numba compiles each of them for scalars, and they match NumPy for float64 (checked, jitted
-and as Python, over NaN, inf, signed zeros and ordinary values; libm's within 2 ulp)."""
-_BOOL_RESULTS = frozenset({np.where, np.logical_not, np.isnan, np.isinf, np.isfinite,
-                           np.signbit, *_COMPARE, *_LOGICAL, *_BITWISE})
-"""The functions this emitter writes for a bool result (NumPy's ``True + True`` is True)."""
+SUPPORTED = frozenset(f for f, p in operations().items() if p.numba is not None)
+"""Every function a kernel's expression may apply: an operator where numba's means what the
+ufunc does on float64 (numba's ``np.remainder`` and ``np.floor_divide`` on scalars differ from
+NumPy's; its ``%`` and ``//`` agree, under ``error_model="numpy"``), or a ufunc numba compiles
+for scalars with NumPy's float64 results (checked, jitted and as Python, over NaN, inf, signed
+zeros and ordinary values; libm's within 2 ulp)."""
 
 
-SUPPORTED = frozenset({*OPERATORS, *_COMPARE, *_UNARY, *_LOGICAL, *_BITWISE, *_SPECIAL, *_CALLS})
-"""Every function a kernel's expression may apply."""
+def _bool_result(func: object) -> bool:
+    """Whether this emitter writes ``func`` for a bool result (NumPy's ``True + True`` is
+    True, which it does not write)."""
+    prim = operation(func)
+    how = prim.numba if prim is not None else None
+    return how is not None and (how[0] in ("ternary", "not", "logical", "bitwise") or (
+        how[0] == "operator" and issubclass(prim.operator, ast.cmpop)) or (
+        how[0] == "call" and prim.dtype_rule == "bool"))
 
 
 def supports(func: object) -> bool:
@@ -129,7 +116,7 @@ def write_expr(e: Expr, env: dict[str, Term], helpers: frozenset[str] = frozense
     dtype = np.dtype(e.dtype)
     if dtype.kind not in "biuf":
         raise Unsupported(f"{e.func} gives dtype {dtype}")
-    if dtype.kind == "b" and e.func not in _BOOL_RESULTS:
+    if dtype.kind == "b" and not _bool_result(e.func):
         raise Unsupported(f"{getattr(e.func, '__name__', e.func)} of bools")
     return spell(e.func, [write_expr(a, env, helpers) for a in e.args], dtype, helpers)
 
@@ -141,38 +128,42 @@ def spell(f: object, args: list[Term], dtype: np.dtype,
     nodes = [a.node for a in args]
     python = all(a.python for a in args)
     bools = all(a.dtype.kind == "b" for a in args)
-    if f is np.where:
+    prim = operation(f)
+    how = (prim.numba if prim is not None else None) or ("",)
+    if how[0] == "ternary":
         body, orelse = (ast.Constant(in_kind(n.value, dtype)) if isinstance(n, ast.Constant)
                         else n for n in nodes[1:])
         return Term(ast.IfExp(nodes[0], body, orelse), dtype, args[1].python or args[2].python)
-    if f is np.square:
-        return spell(np.power, [args[0], Term(ast.Constant(2), np.dtype(int), True)], dtype)
-    if f is np.reciprocal and dtype.kind == "f":
-        return spell(np.true_divide, [Term(ast.Constant(1.0), dtype, True), args[0]], dtype)
-    if f in OPERATORS:
+    if how[0] == "exponent":                     # np.square: x ** 2
+        exponent = Term(ast.Constant(prim.power_of), literal_dtype(prim.power_of), True)
+        return spell(OPERATORS[ast.Pow].fn, [args[0], exponent], dtype)
+    if how[0] == "quotient" and dtype.kind == "f":   # np.reciprocal: 1.0 / x
+        numerator = Term(ast.Constant(prim.numerator), dtype, True)
+        return spell(OPERATORS[ast.Div].fn, [numerator, args[0]], dtype)
+    if how[0] == "operator" and issubclass(prim.operator, ast.operator):
         left, by = nodes[0], nodes[1]
-        exact = f is np.true_divide and isinstance(by, ast.Constant) and by.value != 0
-        if f in _RAISING and python and not exact:        # (exact: `/` by a nonzero literal)
+        exact = prim.operator is ast.Div and isinstance(by, ast.Constant) and by.value != 0
+        if prim.python_raises and python and not exact:   # (exact: `/` by a nonzero literal)
             left = ast.Call(dtype_expr(dtype), [left], [])    # NumPy's rules, not Python's
             python = False
-        return Term(ast.BinOp(left, OPERATORS[f](), nodes[1]), dtype, python)
-    if f in _COMPARE:
-        return Term(ast.Compare(nodes[0], [_COMPARE[f]()], [nodes[1]]), dtype, python)
-    if f in _UNARY:
-        return Term(ast.UnaryOp(_UNARY[f](), nodes[0]), dtype, python)
-    if f in _LOGICAL:
+        return Term(ast.BinOp(left, prim.operator(), nodes[1]), dtype, python)
+    if how[0] == "operator" and issubclass(prim.operator, ast.cmpop):
+        return Term(ast.Compare(nodes[0], [prim.operator()], [nodes[1]]), dtype, python)
+    if how[0] == "operator":
+        return Term(ast.UnaryOp(prim.operator(), nodes[0]), dtype, python)
+    if how[0] == "logical":
         if not bools:
             nodes = [ast.Compare(n, [ast.NotEq()], [ast.Constant(0)]) for n in nodes]
-        return Term(ast.BinOp(nodes[0], _LOGICAL[f](), nodes[1]), dtype, python)
-    if f in _BITWISE and all(a.dtype.kind in "biu" for a in args):
-        return Term(ast.BinOp(nodes[0], _BITWISE[f](), nodes[1]), dtype, python)
-    if f is np.logical_not:                    # `not v` is a Python bool, whatever v is
+        return Term(ast.BinOp(nodes[0], how[1](), nodes[1]), dtype, python)
+    if how[0] == "bitwise" and all(a.dtype.kind in "biu" for a in args):
+        return Term(ast.BinOp(nodes[0], how[1](), nodes[1]), dtype, python)
+    if how[0] == "not":                        # `not v` is a Python bool, whatever v is
         return Term(ast.UnaryOp(ast.Not(), nodes[0]) if bools
                     else ast.Compare(nodes[0], [ast.Eq()], [ast.Constant(0)]), dtype,
                     bools or python)
-    if f is np.absolute:
-        return Term(ast.Call(ast.Name("abs", ast.Load()), nodes, []), dtype, python)
-    if f in _CALLS:
+    if how[0] == "builtin":
+        return Term(ast.Call(ast.Name(how[1], ast.Load()), nodes, []), dtype, python)
+    if how[0] == "call":
         helper = spelling(f, dtype)
         func = (ast.Name(helper, ast.Load()) if helper in helpers or helper in ZEROS.values()
                 else attr(f.__name__))

@@ -18,7 +18,7 @@ import ast
 import dataclasses
 import math
 
-from srcgrad.codegen.backends.fusion.regions import Region
+from srcgrad.codegen.backends.fusion.regions import KernelEmitter, Region
 from srcgrad.codegen.backends.numba.exprs import SUPPORTED, Unsupported, dtype_expr, supports
 from srcgrad.codegen.backends.numba.libm import HELPERS, LIMITED, definitions
 from srcgrad.codegen.backends.numba.loops import loop_kernels
@@ -35,7 +35,7 @@ loop over many elements 3-5 times faster, but take seconds to compile (every cal
 where a small domain's loop gains little."""
 
 
-class NumbaKernels:
+class NumbaKernels(KernelEmitter):
     """The numba :class:`~srcgrad.codegen.backends.fusion.regions.KernelEmitter`; ``file_backed``:
     the
     module must be loaded from a real file, for numba's on-disk cache (``cache=True``)."""

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from srcgrad.runtime.rules.operators import operations
+
 __all__ = ["SPELLINGS", "ZEROS", "HELPERS", "NEAR", "LIMITED", "spelling", "definitions"]
 
 NEAR = 1048576.0
@@ -336,10 +338,18 @@ _USES = {"exp_f64": ("exp_parts_f64", "scale2_f64"), "expm1_f64": ("scale2_f64",
 HELPERS = tuple(f.__name__ for f in _FUNCTIONS)
 """Every name :func:`definitions` may define (a kernel's own names must avoid them)."""
 
-SPELLINGS = {np.exp: "exp_f64", np.expm1: "expm1_f64", np.log: "log_f64",
-             np.log1p: "log1p_f64", np.sin: "sin_f64", np.cos: "cos_f64", np.tanh: "tanh_f64"}
+
+
+def _twins(kind: str) -> dict[object, str]:
+    """The ufuncs whose ``f64_twin`` hint is ``kind``, with their helper here (``exp_f64``)."""
+    twins = {f: f"{f.__name__}_f64" for f, p in operations().items() if p.f64_twin == kind}
+    assert set(twins.values()) <= set(HELPERS), twins
+    return twins
+
+
+SPELLINGS = _twins("fast")
 """The ufuncs a kernel writes as a call of a helper here, for a float64 result."""
-ZEROS = {np.sign: "sign_f64", np.maximum: "maximum_f64", np.minimum: "minimum_f64"}
+ZEROS = _twins("zeros")
 """The ufuncs whose float64 results numba's ``np.f`` gives with another signed zero than
 NumPy's: a kernel (its libm twin too) always calls these helpers for them."""
 

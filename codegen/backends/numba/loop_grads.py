@@ -6,7 +6,8 @@ The helpers of the generic code (``unbroadcast``, ``unreduce``, ``matmul_lhs_gra
 ``dot_rhs_grad``, ...) decide by the shapes of their arguments at run time, which numba does
 not compile; a loop kernel knows those shapes, so each call becomes the one branch it would
 take: ``unbroadcast`` an explicit sum over the broadcast axes, ``unreduce`` an addition to
-zeros, a matrix product's gradient ``g @ b.T``, ``a.T @ g`` or an outer product.  A call
+zeros, a matrix product's gradient of two matrices as the product's own rule writes it
+(``g @ b.T``, ``a.T @ g``), of a vector an outer product or a matrix-vector product.  A call
 whose shapes fall outside what is spelled raises :class:`Refused`.
 """
 
@@ -20,7 +21,8 @@ import numpy as np
 from srcgrad.codegen.backends.numba.loop_sites import Fact
 from srcgrad.codegen.emit.support import match_input
 from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad, numel, unreduce
-from srcgrad.runtime.rules.primitives import unbroadcast
+from srcgrad.runtime.rules.operators import OPERATORS
+from srcgrad.runtime.rules.primitives import Primitive, lookup, unbroadcast
 from srcgrad.runtime.rules.products import dot_lhs_grad, dot_rhs_grad
 from srcgrad.runtime.rules.reductions import numel_or_one
 
@@ -171,37 +173,80 @@ def helper(node: ast.Call, expr: Callable[[ast.expr], tuple[ast.expr, Fact]],
             and set(kw) == {"a_shape" if func == _LHS else "b_shape"}:
         shape = shape_of(next(iter(kw.values())))
         (g, gf), (other, of_) = expr(node.args[0]), expr(node.args[1])
-        return matmul_grad(func == _LHS, g, gf, other, of_, shape)
+        return matmul_grad(OPERATORS[ast.MatMult], func == _LHS, g, gf, other, of_, shape)
     if func in (_DOT_LHS, _DOT_RHS) and len(node.args) == 3 and not kw:
         (g, gf), (a, af), (b, bf) = (expr(e) for e in node.args)
         if not (1 <= len(af[0]) <= 2 and 1 <= len(bf[0]) <= 2):
             raise Refused("np.dot's gradient of other than vectors and matrices")
         # np.dot is a matrix product for these ranks: its gradients are too
         if func == _DOT_LHS:
-            return matmul_grad(True, g, gf, b, bf, af[0])
-        return matmul_grad(False, g, gf, a, af, bf[0])
+            return matmul_grad(lookup(np.dot), True, g, gf, b, bf, af[0])
+        return matmul_grad(lookup(np.dot), False, g, gf, a, af, bf[0])
     raise Refused(f"a call a loop kernel does not run: {ast.unparse(node)}")
 
 
-def matmul_grad(lhs: bool, g: ast.expr, gf: Fact, other: ast.expr, of_: Fact,
-                shape: tuple[int, ...]) -> tuple[ast.expr, Fact]:
-    """The gradient of ``a @ b`` with respect to ``a`` (``lhs``; ``other`` is ``b``) or
-    to ``b`` (``other`` is ``a``), of ``shape``, for matrices and vectors."""
+def matmul_grad(product: Primitive, lhs: bool, g: ast.expr, gf: Fact, other: ast.expr,
+                of_: Fact, shape: tuple[int, ...]) -> tuple[ast.expr, Fact]:
+    """The gradient of ``product(a, b)`` (``a @ b``, or ``np.dot`` of matrices and vectors)
+    with respect to ``a`` (``lhs``; ``other`` is ``b``) or to ``b`` (``other`` is ``a``), of
+    ``shape``.  Of two matrices it is the product's own rule (``g @ b.T``); the rules hand a
+    vector's on to a helper numba does not compile, so those are spelled here."""
     dims = (len(shape), len(of_[0]), len(gf[0]))
     if gf[1] != F8 or of_[1] != F8:
         raise Refused("a matrix product of other than float64")
     if lhs:       # a @ b: d_a from g and b
         spelled = {(2, 1, 1): lambda: np_(np.outer.__name__, g, other),
-                   (2, 2, 2): lambda: ast.BinOp(g, ast.MatMult(), _t(other)),
                    (1, 2, 1): lambda: ast.BinOp(other, ast.MatMult(), g)}
         result = {(2, 1, 1): gf[0] + of_[0], (2, 2, 2): gf[0][:1] + of_[0][:1],
                   (1, 2, 1): of_[0][:1]}
     else:         # a @ b: d_b from g and a
         spelled = {(1, 2, 1): lambda: ast.BinOp(g, ast.MatMult(), other),
-                   (2, 2, 2): lambda: ast.BinOp(_t(other), ast.MatMult(), g),
                    (2, 1, 1): lambda: np_(np.outer.__name__, other, g)}
         result = {(1, 2, 1): of_[0][1:], (2, 2, 2): of_[0][1:] + gf[0][1:],
                   (2, 1, 1): of_[0] + gf[0]}
-    if dims not in spelled or result[dims] != shape:
+    if dims not in result or result[dims] != shape:
         raise Refused(f"a matrix product's gradient of shape {shape}")
+    if dims == (2, 2, 2):
+        operands = (_Operand(None), _Operand(other)) if lhs else (_Operand(other), _Operand(None))
+        try:
+            out = product.vjp(0 if lhs else 1)(_Operand(g), None, *operands)
+        except Exception as exc:                 # the rule asked what the kernel has not
+            raise Refused(f"{product.name}'s rule of matrices: {exc}") from None
+        if not isinstance(out, _Operand):
+            raise Refused(f"{product.name}'s rule gives no matrix product")
+        return out.node, (shape, F8, "array")
     return spelled[dims](), (shape, F8, "array")
+
+
+class _Operand:
+    """A matrix of a kernel's code, for a product's rule to be called on: ``@`` and ``.T`` of
+    it are spelled; anything else fails, and the loop keeps its generic code.  ``node`` is
+    None for an operand the helper's call does not pass."""
+
+    ndim = 2
+    __array_ufunc__ = None                    # NumPy's functions refuse it
+
+    def __init__(self, node: ast.expr | None) -> None:
+        self.node = node
+
+    def _written(self) -> ast.expr:
+        if self.node is None:
+            raise Refused("a product's rule reads an operand the helper is not given")
+        return self.node
+
+    @property
+    def T(self) -> _Operand:
+        return _Operand(_t(self._written()))
+
+    def __matmul__(self, other: object) -> _Operand:
+        if not isinstance(other, _Operand):
+            raise Refused("a product's rule multiplies by other than a matrix")
+        return _Operand(ast.BinOp(self._written(), ast.MatMult(), other._written()))
+
+    @staticmethod
+    def __srcgrad_primitive__(prim: Primitive, args: tuple, params: dict) -> None:
+        raise Refused(f"a product's rule calls {prim.name}")
+
+    @staticmethod
+    def __srcgrad_helper__(helper: Callable, args: tuple, kwargs: dict) -> None:
+        raise Refused("a product's rule calls a helper")

@@ -35,14 +35,10 @@ from srcgrad.codegen.backends.numba.loop_grads import (
 )
 from srcgrad.codegen.backends.numba.loop_sites import Fact
 from srcgrad.runtime.rules.core import scatter_add
+from srcgrad.runtime.rules.operators import operation
 
 __all__ = ["Body", "Refused", "is_comment", "ADD_OUTER", "F8", "BOOL", "I8"]
 
-_UNARY = frozenset({np.tanh, np.exp, np.log, np.sin, np.cos, np.tan, np.sqrt, np.absolute,
-                    np.negative, np.sign, np.square, np.log1p, np.expm1, np.sinh, np.cosh,
-                    np.arctan, np.arcsin, np.arccos, np.fabs, np.log2, np.log10})
-_BINARY = frozenset({np.maximum, np.minimum, np.arctan2, np.hypot, np.add, np.subtract,
-                     np.multiply, np.divide})
 _SCATTER = scatter_add.__name__
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
@@ -283,10 +279,9 @@ class Body:
         args = [p[0] for p in parts]
         facts = [p[1] for p in parts]
         call = ast.Call(ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load()), args, [])
-        if func in _UNARY and len(args) == 1:
-            return call, _of(facts[0][0], F8)
-        if func in _BINARY and len(args) == 2:
-            return call, _of(np.broadcast_shapes(facts[0][0], facts[1][0]), F8)
+        prim = operation(func)
+        if prim is not None and prim.numba_arrays and len(args) == func.nin:   # np.exp(x)
+            return call, _of(np.broadcast_shapes(*(f[0] for f in facts)), F8)
         if func is np.where and len(args) == 3 and facts[0][1] == BOOL:
             shape = np.broadcast_shapes(*(f[0] for f in facts))
             if not shape:             # numba's np.where of numbers is a 0-d array

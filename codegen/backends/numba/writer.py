@@ -46,6 +46,7 @@ from srcgrad.codegen.backends.numba.exprs import (
 )
 from srcgrad.codegen.backends.numba.libm import HELPERS, LIMITED, NEAR
 from srcgrad.codegen.printer import unparse
+from srcgrad.runtime.rules.operators import operation
 
 __all__ = ["KernelWriter", "final_kinds", "PARALLEL_MIN", "ROW"]
 
@@ -53,19 +54,30 @@ PARALLEL_MIN = 2 ** 16
 """Domains with at least this many elements run their outermost loop with ``prange``."""
 ROW = 1024
 """The block of the last axis whose values a float reduction stores before reducing them."""
-_REDUCTIONS = (np.add, np.maximum, np.minimum)
 BUILTINS = tuple(f.__name__ for f in (range, abs, min))
 """The builtins a kernel calls (a user's name must not hide them)."""
 
 
+def _start(func: object) -> float | None:
+    """What a ``func`` reduction starts from (the ``reduce_from`` hint: 0, -inf for a maximum,
+    inf for a minimum); None where the kernels do not reduce by ``func``."""
+    prim = operation(func)
+    return prim.reduce_from if prim is not None else None
+
+
+def _summed(func: object) -> bool:
+    """Whether a ``func`` reduction adds (``s += v``, which numba's ``prange`` reduces) rather
+    than keeping the greatest or least value."""
+    start = _start(func)
+    return start is not None and not math.isinf(start)
+
+
 def _identity(func: object, dtype: np.dtype) -> float | int | bool:
     """What a ``func`` reduction starts from: 0, or the least/greatest value of ``dtype``."""
-    dtype = np.dtype(dtype)
-    if func is np.add:
-        return in_kind(0, dtype)
-    low = func is np.maximum
-    if dtype.kind == "f":
-        return -math.inf if low else math.inf
+    dtype, start = np.dtype(dtype), _start(func)
+    if _summed(func) or dtype.kind == "f":
+        return in_kind(start, dtype)
+    low = start < 0
     if dtype.kind == "b":
         return not low
     info = np.iinfo(dtype)
@@ -129,7 +141,7 @@ class KernelWriter:
         reduced = [(s.func, {a % n for a in s.axes}) for s in region.steps
                    if isinstance(s, Reduce)]
         self.parallel = (math.prod(region.domain) >= PARALLEL_MIN and region.domain[0] > 1
-                         and all(0 not in axes or (func is np.add and len(axes) == n)
+                         and all(0 not in axes or (_summed(func) and len(axes) == n)
                                  for func, axes in reduced))   # numba reduces a scalar sum
 
     def _by_row(self, step: Reduce) -> bool:
@@ -308,9 +320,9 @@ class KernelWriter:
     def _reduce(self, step: Reduce) -> list[str]:
         domain = self.region.domain
         axes = tuple(sorted({a % len(domain) for a in step.axes}))
-        if not any(step.func is f for f in _REDUCTIONS) or not axes:
+        if _start(step.func) is None or not axes:
             raise Unsupported(f"{step.name}: reduction by {step.func} over axes {step.axes}")
-        if step.func is not np.add and any(domain[a] == 0 for a in axes):
+        if not _summed(step.func) and any(domain[a] == 0 for a in axes):
             raise Unsupported(f"{step.name}: a maximum or minimum over no elements")
         if np.dtype(step.dtype).kind not in "biuf":
             raise Unsupported(f"{step.name} has dtype {step.dtype}")
@@ -337,16 +349,15 @@ class KernelWriter:
         item = unparse(term.node)
         if self._by_row(step):
             return self._row(step, acc, item)
-        if step.func is np.add:
+        if _summed(step.func):
             return [f"{acc} += {item}"]
         lines = []
         if not isinstance(term.node, (ast.Name, ast.Subscript)):
             lines.append(f"{(local := self._fresh(step.name + '_item'))} = {item}")
             item = local
-        op = ">=" if step.func is np.maximum else "<="        # the later of equal zeros
+        op = ">=" if _start(step.func) < 0 else "<="          # the later of equal zeros
         return lines + [f"if {item} {op} {acc} or {item} != {item}:   # NaN propagates",
                         f"    {acc} = {item}"]
-
 
     def _row(self, step: Reduce, acc: str, item: str) -> list[str]:
         """Store ``item`` in the block of the row; reduce the block into ``acc`` after it."""
@@ -355,11 +366,11 @@ class KernelWriter:
         self.rows.append(f"{row} = np.empty({min(size, ROW)}, "
                          f"{unparse(dtype_expr(step.dtype))})")
         count = f"min({ROW}, {size} - {block} * {ROW})" if block else str(size)
-        if step.func is np.add:
+        if _summed(step.func):
             self.used.add("sum_row")
             self.combine.append(f"{acc} += sum_row({row}, {count})")
         else:
-            func, op = ("max_row", ">") if step.func is np.maximum else ("min_row", "<")
+            func, op = ("max_row", ">") if _start(step.func) < 0 else ("min_row", "<")
             part = self._fresh(f"{step.name}_part")
             self.used.add(func)
             self.combine += [f"{part} = {func}({row}, {count})",

@@ -24,6 +24,7 @@ from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.rules.elementwise import MATH_PRIMITIVES
 from srcgrad.runtime.rules.linalg import sublist_subscripts
 from srcgrad.runtime.rules.lists import array_list
+from srcgrad.runtime.rules.operators import OPERATORS
 from srcgrad.runtime.rules.primitives import NO_GRADIENT, PRIMITIVES, Primitive
 from srcgrad.runtime.rules.solvers import result_parts
 
@@ -32,13 +33,12 @@ __all__ = ["BINOPS", "UNARYOPS", "CMPOPS", "MATH", "BUILTIN_MATH", "EFFECTS", "N
            "lookup", "constant", "const_expr", "value_expr", "name_of", "binop_name",
            "call_name", "method_special"]
 
-BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
-          ast.MatMult: np.matmul, ast.Pow: np.power, ast.Mod: np.remainder,
-          ast.FloorDiv: np.floor_divide}
-UNARYOPS = {ast.USub: np.negative, ast.UAdd: np.positive, ast.Not: np.logical_not,
-            ast.Invert: np.logical_not}
-CMPOPS = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
-          ast.Eq: np.equal, ast.NotEq: np.not_equal}
+# Python's operators as the rule table's primitives compute them (NumPy's ``~`` has none)
+_RULED = {op: p.fn for op, p in OPERATORS.items() if PRIMITIVES.get(p.name) is p}
+BINOPS = {op: f for op, f in _RULED.items() if issubclass(op, ast.operator)}
+UNARYOPS = {op: f for op, f in _RULED.items() if issubclass(op, ast.unaryop)}
+UNARYOPS.update({ast.Not: np.logical_not, ast.Invert: np.logical_not})   # negated masks
+CMPOPS = {op: f for op, f in _RULED.items() if issubclass(op, ast.cmpop)}
 _WORDS = {np.add: "plus", np.subtract: "minus", np.multiply: "times", np.divide: "over",
           np.matmul: "at", np.power: "pow", np.remainder: "mod", np.floor_divide: "div"}
 
@@ -282,7 +282,7 @@ def _asarray(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     sharing ``a``'s storage (a write into either shows in both)."""
     out = _array(lowerer, args, kwargs, node)
     if isinstance(out, Var) and args and isinstance(args[0], Var):
-        lowerer.link(out.name, args[0])
+        lowerer.aliases.link(out.name, args[0])
     return out
 
 

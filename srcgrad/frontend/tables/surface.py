@@ -88,7 +88,7 @@ def _get(table: Any, obj: Any) -> Any:
 
 def _blanket(obj: Any) -> str | None:
     """What the compiler decides for a whole kind of callable rather than by a table: a class
-    or a random draw is static when its arguments are (SPEC §7: a draw runs once, forward).
+    or a random draw is static when its arguments are (a draw runs once, in the forward pass).
     The compiler's own predicates decide, so this cannot drift from it."""
     from srcgrad.frontend.calls import _is_random, _static_when_constant
     if _is_random(obj):
@@ -232,7 +232,7 @@ CONSTRUCTS: dict[str, str] = {
     "Tuple": "tuple literals",
     "UnaryOp": "`-x`, `+x`, `not x`",
 }
-"""How each construct the lowering dispatches on reads to a user (SPEC §7)."""
+"""How each construct the lowering dispatches on reads to a user."""
 
 
 def _source_tree(fn: Any) -> ast.AST:
