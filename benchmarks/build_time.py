@@ -1,4 +1,4 @@
-"""Build time of a compiled gradient against the length of the function (issue 10).
+"""Build time of a compiled gradient against the length of the function.
 
 Three shapes of function of ``n`` statements, each written to a module file so that its
 source reads as a user's:

@@ -1,4 +1,4 @@
-"""Gradient steps with ``backend="dask"`` (issue 12), in one process, against NumPy.
+"""Gradient steps with ``backend="dask"``, in one process, against NumPy.
 
 Three measurements of ``srcgrad.value_and_grad(loss, backend="dask")`` on the plain NumPy losses
 of ``dask_workloads.py`` (logistic regression; a one-layer tanh MLP with dict parameters):

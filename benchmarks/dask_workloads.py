@@ -1,4 +1,4 @@
-"""The two losses of ``dask_scaling.py`` (issue 12), their hand-written gradients and their data.
+"""The two losses of ``dask_scaling.py``, their hand-written gradients and their data.
 
 Both are plain NumPy functions, the kind a user writes for data that fits in memory; srcgrad
 differentiates the same function object for NumPy arrays and for Dask arrays.

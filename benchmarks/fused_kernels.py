@@ -1,4 +1,4 @@
-"""Gradient time of the six workloads of issue 11, in one process, against hand-written NumPy.
+"""Gradient time of six workloads, in one process, against hand-written NumPy.
 
 The implementations: the hand-written NumPy gradient (the baseline, ratio 1.0); srcgrad
 compiled with ``backend="numpy"``; srcgrad with ``backend="numba"`` (``n/a`` while srcgrad

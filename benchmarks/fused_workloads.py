@@ -1,4 +1,4 @@
-"""The six workloads of ``fused_kernels.py`` (issue 11), each with its hand-written gradient.
+"""The six workloads of ``fused_kernels.py``, each with its hand-written gradient.
 
 Every workload is a function written against a module-level ``np``; the benchmark rebinds that
 name to ``jax.numpy`` (and, where the spelling allows, to ``torch``) so that the library

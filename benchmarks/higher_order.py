@@ -1,6 +1,6 @@
 """Forward mode and second derivatives against NumPy by hand, ``jax.jit`` and ``torch.func``.
 
-All in one process, in float64, three sections (issue 10):
+All in one process, in float64, three sections:
 
 * Hessian-vector products ``srcgrad.jvp(srcgrad.grad(f), (x,), (v,))`` (the gradient and
   the HVP) against ``jax.jit`` of ``jax.jvp(jax.grad(f))``, ``torch.func.jvp`` of

@@ -1,7 +1,7 @@
 """A long random-program campaign: thousands of generated NumPy programs, each checked for
-the soundness property of ``tests/program_generator.py`` (the compiled gradient equals finite
-differences or is refused with a CompileError, the eager fallback likewise, and the caller's
-arguments are never changed).
+the soundness property of ``tests/support/program_generator.py`` (the compiled gradient
+equals finite differences or is refused with a CompileError, the eager fallback likewise, and the
+caller's arguments are never changed).
 
 Prints the counts: compiled-correct, refused (by reason class), inconclusive (a kink next to
 the point), wrong gradient, internal error, mutated argument and the fallback's failures; each
@@ -10,12 +10,12 @@ the detail in a comment) for reproduction.
 
 ``--transform jvp`` checks the compiled jvp along random tangents instead, and ``--transform
 hvp`` the Hessian-vector products ``jvp(grad(f, wrt=i))`` and ``hessian(f, wrt=i)``
-(``tests/program_forward.py``), counted the same way; ``jvp-tuple`` is the jvp of the programs
-returning their terms unsummed (a tuple of arrays).
+(``tests/support/program_forward.py``), counted the same way; ``jvp-tuple`` is the jvp of the
+programs returning their terms unsummed (a tuple of arrays).
 
 Run: ``python benchmarks/random_campaign.py --count 3000 [--start 0] [--out folder]
 [--transform grad|jvp|jvp-tuple|hvp]``; ``--count 300 --no-shrink --known`` prints the seeds
-that ``tests/test_random_soundness.py`` (or ``test_random_forward.py``) should mark as known
+that ``tests/sweeps/test_random_soundness.py`` (or ``test_random_forward.py``) should mark as known
 failures (its ``KNOWN``).
 """
 
@@ -30,22 +30,22 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import program_forward  # noqa: E402
 import program_generator  # noqa: E402
 from program_generator import generate, shrink  # noqa: E402
 
-TRANSFORMS = {   # name: (the check, its failing outcomes, its dead ends, the issue it reports in)
+TRANSFORMS = {   # name: (the check, its failing outcomes, its dead ends, the test that lists them)
     "grad": (program_generator.check, program_generator.FAILURES, program_generator.DEAD_ENDS,
-             "issue 8"),
+             "test_random_soundness.py"),
     "jvp": (program_forward.check_jvp, program_forward.FAILURES, program_forward.DEAD_ENDS,
-            "issue 10"),
+            "test_random_forward.py"),
     "jvp-tuple": (lambda program, folder: program_forward.check_jvp(
         program_forward.vector(program), folder), program_forward.FAILURES,
-        program_forward.DEAD_ENDS, "issue 10"),
+        program_forward.DEAD_ENDS, "test_random_forward.py"),
     "hvp": (program_forward.check_hvp, program_forward.FAILURES, program_forward.DEAD_ENDS,
-            "issue 10"),
+            "test_random_forward.py"),
 }
 
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transform", choices=sorted(TRANSFORMS), default="grad",
                         help="what is checked (default: the compiled gradient)")
     options = parser.parse_args(argv)
-    check, FAILURES, DEAD_ENDS, issue = TRANSFORMS[options.transform]
+    check, FAILURES, DEAD_ENDS, listed_in = TRANSFORMS[options.transform]
     out = Path(options.out or "random_campaign_failures" + (
         "" if options.transform == "grad" else "_" + options.transform))
     counts: collections.Counter = collections.Counter()
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.known:
         print("\nKNOWN = {")
         for seed, (outcome, detail) in sorted(failed.items()):
-            print(f"    {seed}: {(issue + ': ' + outcome + ': ' + detail)[:95]!r},")
+            print(f"    {seed}: {(listed_in + ': ' + outcome + ': ' + detail)[:95]!r},")
         print("}")
     failing = sum(counts[o] for o in FAILURES)
     if failing:

@@ -23,7 +23,7 @@ from typing import Any
 from srcgrad.codegen.backends.base import NUMPY, Backend, as_backend
 from srcgrad.codegen.backends.dask.library_calls import callers, check_function, check_helper
 from srcgrad.codegen.backends.fusion.partition import find_regions
-from srcgrad.codegen.emit.primal import COMMENT, is_comment
+from srcgrad.codegen.common.markers import COMMENT, is_comment
 from srcgrad.codegen.emit.symbolic import helper_sources
 from srcgrad.codegen.passes.cleanup import drop_empty_comments, hoist_shapes, inline_single_use
 from srcgrad.codegen.passes.reuse import reuse_buffers

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import importlib
 import re
 import threading
@@ -76,7 +77,11 @@ class Backend:
     the code adds into the arrays it made (``d_x += g``): not where they may be immutable
     graphs (Dask), into which a NumPy ``+=`` would compute its operand; ``renamed``: NumPy
     functions written as the library's function of that name (one it has under another
-    name, or one NumPy would not hand it: ``np.array`` of its arrays).
+    name, or one NumPy would not hand it: ``np.array`` of its arrays).  ``reserved``: names
+    its code binds for itself (``njit``); ``helper_module``: the module whose top-level
+    functions its modules may define (read from its text, never imported for this).
+    ``loop_probe``: what learns its loops' shapes at a first call (where its kernels
+    specialise loops: ``specialises_loops``).
     """
 
     name: str
@@ -101,6 +106,9 @@ class Backend:
     compiled_warnings: tuple[dict[str, Any], ...] = ()
     plain_warnings: tuple[dict[str, Any], ...] = ()
     runtime: Any = None
+    reserved: tuple[str, ...] = ()
+    helper_module: str | None = None
+    loop_probe: Any = None
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
@@ -142,6 +150,21 @@ class Backend:
     def plain_code(self) -> contextlib.AbstractContextManager:
         """The context the plain function runs in after the compiled code failed."""
         return _raising(self.plain_warnings)
+
+    def probe_loops(self, tree: ast.Module, main: str, namespace: dict[str, Any],
+                    sink: contextvars.ContextVar) -> None:
+        """Make the loop bodies of the probing module ``tree`` (its main function ``main``,
+        run in ``namespace``) report their locals, in every iteration, into the list ``sink``
+        holds; nothing where this backend's loops are not specialised."""
+        if self.loop_probe is not None:
+            self.loop_probe.instrument(tree, main, namespace, sink)
+
+    def loop_facts(self, facts: dict[str, tuple], records: list) -> dict[str, tuple]:
+        """The facts a specialisation is built from: the main function's ``facts``, with
+        what the loop bodies reported (``records``) where there are any."""
+        if not records or self.loop_probe is None:
+            return facts
+        return self.loop_probe.facts(facts, records)
 
     @property
     def import_line(self) -> str:
@@ -280,7 +303,9 @@ an error while compiled code runs on Dask arrays)."""
 NUMPY = Backend("numpy", "numpy", "np")
 NUMBA = Backend("numba", "numpy", "np", library="numba", extra="numba",
                 kernels=LazyKernels("srcgrad.codegen.backends.numba.kernels", "NUMBA_KERNELS"),
-                specialises_loops=True, unfused_as=NUMPY)
+                specialises_loops=True, unfused_as=NUMPY, reserved=("njit", "prange"),
+                helper_module="srcgrad.codegen.backends.numba.libm",
+                loop_probe=LazyKernels("srcgrad.codegen.backends.numba.loop_probe", "PROBE"))
 CUPY = Backend("cupy", "cupy", "cp", library="cupy", extra="cuda",
                kernels=LazyKernels("srcgrad.codegen.backends.cupy.kernels", "CUPY_KERNELS"),
                array_class="ndarray", array_interface="__cuda_array_interface__")
@@ -295,7 +320,8 @@ DASK = Backend("dask", "dask.array", "da", library="dask", extra="dask", keeps_n
                eager_takes_arrays=False,
                compiled_warnings=({"message": NOT_IN_DASK, "category": FutureWarning},),
                plain_warnings=({"category": FutureWarning, "module": "dask"},),
-               runtime=LazyKernels("srcgrad.codegen.backends.dask.runtime", "RUNTIME"))
+               runtime=LazyKernels("srcgrad.codegen.backends.dask.runtime", "RUNTIME"),
+               helper_module="srcgrad.codegen.backends.dask.helpers")
 
 _BY_NAME = {**{b.alias: b for b in (NUMPY, CUPY, DASK)},       # the namespaces callers pass
             **{b.name: b for b in (NUMPY, NUMBA, CUPY, DASK, MATH)}}

@@ -7,12 +7,16 @@ need; none of them spells a backend's name.  The list of names is kept here alon
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
+import pathlib
 from typing import Any
 
 from srcgrad.codegen.backends.base import CUPY, DASK, MATH, NUMBA, NUMPY, Backend, as_backend
 
 __all__ = ["REGISTERED", "AUTO", "NAMES", "KNOWN", "DEFAULT_BACKEND", "LIBRARIES", "BOUND_NAMES",
-           "backend", "array_backend", "for_arrays"]
+           "backend", "array_backend", "for_arrays", "reserved_names"]
 
 REGISTERED: tuple[Backend, ...] = (NUMPY, NUMBA, CUPY, DASK)
 """The array libraries a transform's code may call, in the order users are told them."""
@@ -60,3 +64,25 @@ def array_backend(x: Any) -> Backend | None:
 def for_arrays(leaves: list) -> Backend:
     """The backend ``"auto"`` runs on for arguments with these leaves."""
     return next((b for b in _PREFERRED if any(b.picks(a) for a in leaves)), NUMPY)
+
+
+@functools.cache
+def reserved_names() -> frozenset[str]:
+    """Every name generated code binds or reads for itself, whatever its backend: the array
+    modules, what a backend's kernels bind, the helpers a backend's modules may define, the
+    helpers copied into every module, and ``_`` (an unused item unpacked)."""
+    from srcgrad.codegen.common import support
+    names = set(BOUND_NAMES) | {"_"} | {n for n in dir(support) if not n.startswith("__")}
+    for b in REGISTERED:
+        names |= set(b.reserved)
+        if b.helper_module is not None:
+            names |= _defined_in(b.helper_module)
+    return frozenset(names)
+
+
+def _defined_in(module: str) -> set[str]:
+    """The top-level functions of a module of helper sources, read from its text (importing
+    it would import its library, which may be missing)."""
+    spec = importlib.util.find_spec(module)
+    tree = ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from srcgrad.codegen.emit import lists, support
+from srcgrad.codegen.common import support
+from srcgrad.codegen.emit import lists
 from srcgrad.codegen.emit.symbolic import assign
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt
@@ -113,12 +114,12 @@ def adjoint_loop(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     emitted.append(ast.For(_name(back, True), ast.Call(_name("reversed"), [_name(backs)], []),
                            body, [], lineno=0))
     for i, a in enumerate(st.args[:n]):       # (None for an int: ``none``)
-        if em._wants(a):
-            emitted += em.accumulate(a.name, ast.Subscript(_name(d_state), ast.Constant(i),
-                                                           ast.Load()), none=True)
+        if em.wants(a):
+            part = ast.Subscript(_name(d_state), ast.Constant(i), ast.Load())
+            emitted += em.sums.accumulate(a.name, part, none=True)
     for i, a in consts:
         if i not in ours:
-            emitted += em.accumulate(a.name, _name(totals[i]), none=True)
+            emitted += em.sums.accumulate(a.name, _name(totals[i]), none=True)
     return emitted
 
 
@@ -132,6 +133,6 @@ def accumulators(em: Any, ir: Any, seed: str) -> list[ast.stmt]:
         out.append(assign(name, ast.Subscript(_name(seed), ast.Constant(offset + j),
                                               ast.Load())))
         em.adj[param] = _name(name)
-        em.owned.add(name)
-        em.handed_back(param)                # an int's total is None
+        em.sums.owned.add(name)
+        em.sums.handed_back(param)                # an int's total is None
     return out

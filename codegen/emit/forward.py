@@ -13,6 +13,7 @@ code, which can itself be differentiated again.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from srcgrad.codegen.emit.symbolic import (
     assign,
     index_expr,
     numpy_path,
+    operand_expr,
     to_expr,
 )
 from srcgrad.codegen.emit.symbolic import name_expr as _name
@@ -66,12 +68,15 @@ class _Result(Sym):
         return Sym.__srcgrad_helper__(wrapper, (Sym(zero, ans.tracer),), {})
 
 
-class Forward(Primal):
+class Forward:
     """Emits the primal statements of one lowered function interleaved with their tangents.
 
     ``active``: the parameters that receive a tangent; ``jvp_name(callee, positions, label)``
     names (and emits, once) the jvp of a callee or block for the given active positions.
+    The primal statements other than calls and control flow are its ``printer``'s.
     """
+
+    operand = staticmethod(operand_expr)
 
     def __init__(self, fn: Function, active: list[str], fresh: Callable[[str], str],
                  jvp_name: JvpName, namespace: str = "np",
@@ -82,7 +87,7 @@ class Forward(Primal):
         self.kinds = kinds or {}                 # values known to be floats or integers
         self.tracer = Tracer(fresh, namespace, self.facts)
         self.namespace, self.scalar = namespace, False
-        self.active: set[str] = set()            # the Primal mixin asks; unused here
+        self.printer = Primal(weakref.proxy(self))   # refers back weakly: no cycle
         self.same_list: dict[str, str] = {}
         self.lengths: dict[str, str] = {}
         self.tan: dict[str, ast.expr] = {}       # value -> the expression of its tangent
@@ -99,7 +104,7 @@ class Forward(Primal):
     # ----------------------------------------------------------------------- statements
     def body(self) -> list[ast.stmt]:
         """Every statement of the function with its tangent, under its source comment."""
-        return self.commented(self.statement)
+        return self.printer.commented(self.statement)
 
     def statement(self, st: Stmt) -> list[ast.stmt]:
         if st.kind == "call":
@@ -112,9 +117,7 @@ class Forward(Primal):
             return control.append(self, st)
         if st.kind == "unpack" and st.target in self.preassigned:
             return []                          # assigned by the block's call itself
-        made = self.primal_stmt(st)
-        made = made if isinstance(made, list) else [made]
-        return made + self.tangent(st)
+        return [self.printer.statement(st)] + self.tangent(st)
 
     def tangent(self, st: Stmt) -> list[ast.stmt]:
         if st.kind == "prim":
@@ -151,7 +154,7 @@ class Forward(Primal):
         spelled = self._spelled(st, tans)
         if spelled is not None:
             return self.bind(st.target, spelled)
-        ans, xs, params = self.rule_operands(st)
+        ans, xs, params = self.printer.rule_operands(st)
         ans = _Result(ans.node, ans.tracer, kind)
         ts = [Sym(t, self.tracer) if t is not None else None for t in tans]
         try:
@@ -188,7 +191,7 @@ class Forward(Primal):
 
         def with_args(args: list) -> ast.expr:
             twin = Stmt(st.target, "prim", fn=prim, args=args, params=st.params, line=st.line)
-            return self.prim_expr(twin)
+            return self.printer.prim_expr(twin)
         if prim.linear:
             return with_args([Var(t.id) if t is not None else a for a, t in zip(st.args, tans)])
         terms = [with_args([*st.args[:i], Var(t.id), *st.args[i + 1:]])

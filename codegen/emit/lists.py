@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from srcgrad.codegen.emit import support
-from srcgrad.codegen.emit.symbolic import assign, index_expr, to_expr
+from srcgrad.codegen.common import support
+from srcgrad.codegen.emit.symbolic import assign, index_expr, operand_expr, to_expr
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt, Var
 
@@ -42,32 +42,32 @@ def primal_append(em: Any, st: Stmt) -> list[ast.stmt]:
     return [ast.Expr(call), assign(st.target, _name(lst.name))]   # the alias goes in finish
 
 
-def primal_listget(em: Any, st: Stmt) -> ast.stmt:
-    return assign(st.target, ast.Subscript(em.operand(st.args[0]), index_expr(st.params["index"]),
-                                           ast.Load()))
+def primal_listget(st: Stmt) -> ast.stmt:
+    return assign(st.target, ast.Subscript(operand_expr(st.args[0]),
+                                           index_expr(st.params["index"]), ast.Load()))
 
 
 # -------------------------------------------------------------------------------- adjoint
 def adjoint_append(em: Any, st: Stmt, g: ast.expr) -> list[ast.stmt]:
     lst, value = st.args
     emitted: list[ast.stmt] = []
-    if em._wants(value):
-        emitted += em.accumulate(value.name, _call(em, "pop_gradient",
-                                                   [g, em.operand(value)]))
-    elif em._wants(lst):
+    if em.wants(value):
+        emitted += em.sums.accumulate(value.name, _call(em, "pop_gradient",
+                                                        [g, em.operand(value)]))
+    elif em.wants(lst):
         emitted.append(ast.Expr(ast.Call(ast.Attribute(g, "pop", ast.Load()), [], [])))
-    if em._wants(lst):
-        emitted += em.accumulate(lst.name, g)
+    if em.wants(lst):
+        emitted += em.sums.accumulate(lst.name, g)
     return emitted
 
 
 def adjoint_listget(em: Any, st: Stmt, g: Any) -> list[ast.stmt]:
     lst = st.args[0]
-    if not em._wants(lst):
+    if not em.wants(lst):
         return []
     emitted: list[ast.stmt] = []
-    if isinstance(g, float) or st.target in em.virtual:
-        emitted += em.materialize(st.target)        # an element gets its own full array
+    if isinstance(g, float) or st.target in em.sums.virtual:
+        emitted += em.sums.materialize(st.target)        # an element gets its own full array
         g = em.adj[st.target]
     d_list = em.adj.get(lst.name)
     if d_list is None:

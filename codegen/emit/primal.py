@@ -1,10 +1,11 @@
-"""The primal half of the reverse emitter: each lowered statement printed as Python.
+"""The primal statements, printed alike by both emitters: each lowered statement as Python.
 
 A primitive prints as the operator or the NumPy call it stands for (``a + b``, ``np.sum(x,
 axis=0)``, ``x[1:]``), a user's function with a rule from ``srcgrad.defvjp`` by the name the
 code reads it by, and any other primitive as a call of its helper, whose source the module
-holds.  An active call of another user function calls that function's vjp and keeps its
-backward function; every source line starts with a ``# file:line  text`` comment.
+holds; every source line starts with a ``# file:line  text`` comment.  Calls and control
+flow differ between the modes: each emitter prints those itself.  An emitter holds one
+:class:`Primal`, which reads of it what :class:`Host` lists.
 """
 
 from __future__ import annotations
@@ -17,21 +18,20 @@ import math
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from srcgrad.codegen.backends.base import Backend
-from srcgrad.codegen.emit import control, lists
-from srcgrad.codegen.emit.symbolic import Sym, assign, index_expr, to_expr
+from srcgrad.codegen.common.markers import comment
+from srcgrad.codegen.emit import lists
+from srcgrad.codegen.emit.symbolic import Sym, Tracer, assign, index_expr, operand_expr, to_expr
 from srcgrad.codegen.emit.symbolic import name_expr as _name
-from srcgrad.ir import Const, Stmt, Var, const_expr
+from srcgrad.ir import Const, Function, Stmt, Var, const_expr
 from srcgrad.runtime.rules.lists import PRINTED_AS
 from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
 
-__all__ = ["Primal", "COMMENT", "comment", "short_filename", "located"]
-
-COMMENT = "__srcgrad_comment__"        # marker calls, printed as ``# ...`` lines
+__all__ = ["Host", "Primal", "short_filename", "located"]
 
 _NUMPY_OF = {}
 for _fun, (_prim, _) in NUMPY_BINDINGS.items():
@@ -94,30 +94,32 @@ def _operator(text: str) -> type:
     return type(node.ops[0] if isinstance(node, ast.Compare) else node.op)
 
 
-def is_comment(st: ast.stmt) -> bool:
-    """Whether ``st`` is a comment marker of the generated code."""
-    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT)
+class Host(Protocol):
+    """What the primal printer reads of the emitter that holds it: the function (its body,
+    file, and the free names a user's function is bound to), the tracer the rules print
+    with, and the emitter's supply of fresh names."""
 
-
-def comment(text: str) -> ast.stmt:
-    """A marker statement the module prints as the line ``# text``."""
-    return ast.Expr(ast.Call(ast.Name(COMMENT, ast.Load()), [ast.Constant(text)], []))
+    fn: Function
+    tracer: Tracer
+    fresh: Callable[[str], str]
 
 
 class Primal:
-    """The primal statements of the Emitter (mixed into it)."""
+    """Prints the statements both emitters write alike (primitives, static values, effects,
+    and the packing, unpacking and indexing of tuples, lists and pytrees); an emitter prints
+    calls and control flow itself, and holds this as its ``printer``."""
 
-    def primal(self) -> list[ast.stmt]:
-        return self.commented(self.primal_stmt)
+    def __init__(self, host: Host) -> None:
+        self.host = host                      # a weak proxy: the emitter owns the printer
 
     def commented(self, emit: Callable[[Stmt], Any]) -> list[ast.stmt]:
         """``emit(st)`` of every statement, under a ``# file:line  text`` comment where the
         line changes."""
+        fn = self.host.fn
         out: list[ast.stmt] = []
         line = None
-        for st in self.fn.body:
-            key, where = located(self.fn.filename, st.line, st.text)
+        for st in fn.body:
+            key, where = located(fn.filename, st.line, st.text)
             if key != line:
                 line = key
                 out.append(comment(where))
@@ -128,7 +130,7 @@ class Primal:
     def rule_operands(self, st: Stmt) -> tuple[Any, list, dict]:
         """What a rule of ``st``'s primitive is called on: its result, inputs and parameters
         as symbolic values (numbers stay numbers, so rules fold them)."""
-        sym = self.tracer.sym
+        sym = self.host.tracer.sym
         xs = [sym(a.name) if isinstance(a, Var) else self._const(a) for a in st.args]
         params = {k: sym(v.name) if isinstance(v, Var) else self._const(v)
                   if isinstance(v, Const) else v for k, v in st.params.items()}
@@ -138,45 +140,31 @@ class Primal:
         value = c.value
         if isinstance(value, (int, float, bool, np.integer, np.bool_)) or value is None:
             return value          # NumPy integers too: 1.0 * np.uint8(200) folds to a float
-        return Sym(const_expr(c), self.tracer)
+        return Sym(const_expr(c), self.host.tracer)
 
-    def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:
-        if st.kind == "branch":
-            return control.primal_branch(self, st)
-        if st.kind == "loop":
-            return control.primal_loop(self, st)
+    def statement(self, st: Stmt) -> ast.stmt:
+        """A statement other than a call, a branch, a loop or an append, as source."""
         if st.kind == "effect":
             for name, helper in st.params.get("defines", {}).items():   # the code it needs
-                self.tracer.helpers.setdefault(name, helper)
+                self.host.tracer.helpers.setdefault(name, helper)
             return st.expr
         if st.kind == "static":
             return assign(st.target, st.expr)
         if st.kind == "pack":
-            items = [self.operand(a) for a in st.args]
+            items = [operand_expr(a) for a in st.args]
             return assign(st.target, ast.List(items, ast.Load()) if st.params.get("list")
                           else ast.Tuple(items, ast.Load()))
-        if st.kind == "append":
-            return lists.primal_append(self, st)
         if st.kind == "listget":
-            return lists.primal_listget(self, st)
+            return lists.primal_listget(st)
         if st.kind == "unpack":
-            return assign(st.target, ast.Subscript(self.operand(st.args[0]),
+            return assign(st.target, ast.Subscript(operand_expr(st.args[0]),
                                                     ast.Constant(st.params["index"]),
                                                     ast.Load()))
         if st.kind == "leaf":
-            value = self.operand(st.args[0])
+            value = operand_expr(st.args[0])
             for key in st.params["path"]:
                 value = ast.Subscript(value, ast.Constant(key), ast.Load())
             return assign(st.target, value)
-        if st.kind == "call":
-            args = [self.operand(a) for a in st.args]
-            if st.target in self.active:
-                backward = self.fresh(f"{st.target}_backward")
-                self.backward_of[st.target] = backward
-                self.callees.append(st.fn)
-                vjp = self.vjp_name(st.fn, st.params.get("label"))
-                return assign([st.target, backward], ast.Call(_name(vjp), args, []))
-            return assign(st.target, ast.Call(st.expr, args, []))
         stmt = assign(st.target, self.prim_expr(st))
         if _is_math(st.fn):
             stmt.srcgrad_keep = True         # math.log(-1.0) raises: never dropped as dead
@@ -184,24 +172,18 @@ class Primal:
 
     def math_module(self) -> ast.expr:
         """The name the generated module reads Python's ``math`` module by."""
-        if self.fn.free.get("math", math) is math:
-            self.fn.free["math"] = math
+        free = self.host.fn.free
+        if free.get("math", math) is math:
+            free["math"] = math
             return _name("math")
         return _name(self.bound_name(math))
-
-    def operand(self, a: Any) -> ast.expr:
-        return _name(a.name) if isinstance(a, Var) else const_expr(a)
-
-    def param(self, v: Any) -> ast.expr:
-        if isinstance(v, Var):
-            return _name(v.name)
-        return const_expr(v) if isinstance(v, Const) else to_expr(v)
 
     def prim_expr(self, st: Stmt) -> ast.expr:
         """A primitive's statement as source: as its ``spelling`` hint says, else a call of
         its function (NumPy's, Python's ``math``, a user's, or a helper of the module)."""
-        prim, backend = st.fn, self.tracer.backend
-        args = [self.operand(a) for a in st.args]
+        prim, tracer = st.fn, self.host.tracer
+        backend = tracer.backend
+        args = [operand_expr(a) for a in st.args]
         if prim.spelling is not None:
             spelled = _spelled(prim.spelling, args, lambda: self.keywords(st), st.params,
                                backend)
@@ -212,8 +194,7 @@ class Primal:
                 key = spelled.slice
                 if any(isinstance(n, ast.Slice) for n in ast.walk(key)):
                     key = ast.Subscript(backend.attribute("s_"), key, ast.Load())
-                return ast.Call(self.tracer.use_helper(own.__name__, own),
-                                [spelled.value, key], [])
+                return ast.Call(tracer.use_helper(own.__name__, own), [spelled.value, key], [])
             return spelled
         if _is_math(prim):                  # Python's math function itself
             return ast.Call(ast.Attribute(self.math_module(), prim.fn.__name__, ast.Load()),
@@ -224,24 +205,32 @@ class Primal:
             return ast.Call(_name(self.bound_name(numpy_fun)), args, kwargs)
         if numpy_fun is not None:
             return ast.Call(backend.path(numpy_fun), args, kwargs)
-        return ast.Call(self.tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
+        return ast.Call(tracer.use_helper(prim.fn.__name__, prim.fn), args, kwargs)
 
     def keywords(self, st: Stmt) -> list[ast.keyword]:
         """A primitive's parameters as keyword arguments (an index with slices as ``np.s_``)."""
-        return [ast.keyword(k, self.tracer.index_expr(v) if k == "index" and not isinstance(
-            v, (Var, Const)) else self.param(v)) for k, v in st.params.items()]
+        return [ast.keyword(k, self.host.tracer.index_expr(v) if k == "index" and not
+                            isinstance(v, (Var, Const)) else _param(v))
+                for k, v in st.params.items()]
 
     def bound_name(self, fun: Any) -> str:
         """The name of a user's function (given a rule by ``srcgrad.defvjp``) in the
         generated module: the name the user's code reads it by, else a fresh one bound there."""
-        for name, value in self.fn.free.items():
+        free = self.host.fn.free
+        for name, value in free.items():
             if value is fun:
                 return name
         base = getattr(fun, "__name__", "")
         base = base if base.isidentifier() and not keyword.iskeyword(base) else "function"
-        name = self.fresh(base)
-        self.fn.free[name] = fun
+        name = self.host.fresh(base)
+        free[name] = fun
         return name
+
+
+def _param(v: Any) -> ast.expr:
+    if isinstance(v, Var):
+        return _name(v.name)
+    return const_expr(v) if isinstance(v, Const) else to_expr(v)
 
 
 def located(filename: str, line: int, text: str) -> tuple[Any, str]:

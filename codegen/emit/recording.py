@@ -3,7 +3,7 @@
 Run with it, generated code called on Tensors records every operation (helpers included, each
 with its own rule), so a compiled function's backward pass can itself be differentiated.  A
 rule helper that changes an array in place names its recorded form itself (``recorded``); the
-emitter's own helpers (:mod:`srcgrad.codegen.emit.support`, ``unbroadcast``) have theirs here.
+emitter's own helpers (:mod:`srcgrad.codegen.common.support`, ``unbroadcast``) have theirs here.
 """
 
 from __future__ import annotations

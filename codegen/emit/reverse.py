@@ -5,26 +5,45 @@ are called on symbolic values and what they return is printed: eager and compile
 come from one definition.  Gradients of a value used more than once are summed; broadcasting
 is undone by the ``unbroadcast`` helper (a cheap run-time shape check) only after primitives
 that broadcast an array; the ``1.0`` seed is folded away and adjoints nobody reads are never
-computed.  The primal statements are printed by :mod:`srcgrad.codegen.emit.primal`, and the
-contributions summed into adjoints by :mod:`srcgrad.codegen.emit.accumulate`.
+computed.  The emitter holds two parts, each reading back of it only what its ``Host``
+lists: the printer of the primal statements (:mod:`srcgrad.codegen.emit.primal`, shared with
+the forward emitter) and the bookkeeping that sums contributions into adjoints
+(:mod:`srcgrad.codegen.emit.accumulate`).
 """
 
 from __future__ import annotations
 
 import ast
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from srcgrad.codegen.backends.base import NUMPY, Backend
-from srcgrad.codegen.emit import control, lists, support
-from srcgrad.codegen.emit.accumulate import Accumulation
-from srcgrad.codegen.emit.primal import COMMENT, Primal, comment, located, short_filename
-from srcgrad.codegen.emit.symbolic import Sym, SymbolicError, Tracer, assign, to_expr
+from srcgrad.codegen.common import support
+from srcgrad.codegen.common.markers import COMMENT, comment
+from srcgrad.codegen.emit import control, lists
+from srcgrad.codegen.emit.accumulate import Accumulation, full_adjoint, spreads_exactly
+from srcgrad.codegen.emit.primal import Primal, located, short_filename
+from srcgrad.codegen.emit.symbolic import (
+    Sym,
+    SymbolicError,
+    Tracer,
+    assign,
+    operand_expr,
+    to_expr,
+)
 from srcgrad.codegen.emit.symbolic import name_expr as _name
-from srcgrad.codegen.emit.value_kinds import FLOAT, INT, block_params, dtype_kind, function_kinds
+from srcgrad.codegen.emit.value_kinds import (
+    FLOAT,
+    INT,
+    block_params,
+    dtype_kind,
+    function_kinds,
+    value_facts,
+)
 from srcgrad.ir import Const, Function, Stmt, Var
 from srcgrad.runtime.rules.primitives import unbroadcast
 
@@ -35,64 +54,20 @@ _EMITTING = threading.local()   # .functions: those whose primal is being emitte
 _short = short_filename          # the reverse build reads these three here: _name, _short, comment
 
 
-def _python_floats(fn: Function) -> dict[str, tuple]:
-    """What ``float()`` makes, and elementwise primitives of it and of numbers: a value of
-    shape ``()`` that may be a Python float, which has no ``.shape``; the fact lets rules
-    fold its shape in (known when specialised, exact in the generic code too)."""
-    facts: dict[str, tuple] = {}
-    for st in fn.body:
-        if st.kind != "prim":
-            continue
-        if st.fn.makes_float:
-            facts[st.target] = ((), float)
-        elif st.fn.elementwise and any(isinstance(a, Var) for a in st.args) and all(
-                a.name in facts if isinstance(a, Var) else
-                isinstance(a, Const) and isinstance(a.value, (int, float)) for a in st.args):
-            facts[st.target] = ((), float)
-    return facts
+class Emitter:
+    """Emits the primal and adjoint of one lowered function.  Its ``printer`` writes the
+    primal statements other than calls and control flow, its ``sums`` the adjoint
+    bookkeeping."""
 
-
-def _elementwise_facts(fn: Function, facts: dict[str, tuple]) -> None:
-    """Complete a specialisation's facts (in place) with the values a first call did not
-    report (temporaries the generic code inlined) that elementwise primitives make of known
-    values: their shapes broadcast, their dtype NumPy's for one element of each."""
-    for st in fn.body:
-        if st.kind != "prim" or not st.fn.elementwise or st.target in facts:
-            continue
-        shapes, ones = [], []
-        for a in st.args:
-            if isinstance(a, Const) and type(a.value) in (int, float, bool):
-                shapes.append(())
-                ones.append(a.value)
-            elif isinstance(a, Var) and a.name in facts:
-                shape, dtype = facts[a.name]
-                shapes.append(shape)
-                ones.append(1.0 if dtype is float else np.ones((), dtype))
-            else:
-                break
-        else:
-            try:
-                with np.errstate(all="ignore"):
-                    one = st.fn.fn(*ones, **st.params)
-                facts[st.target] = (np.broadcast_shapes(*shapes),
-                                    float if type(one) is float else np.asarray(one).dtype)
-            except (TypeError, ValueError):
-                continue
-
-
-class Emitter(Primal, Accumulation):
-    """Emits the primal and adjoint of one lowered function."""
+    operand = staticmethod(operand_expr)
 
     def __init__(self, fn: Function, analysis: Any, fresh: Callable[[str], str],
                  vjp_name: Callable[[Any], str], backend: Backend | str = NUMPY,
                  facts: dict[str, tuple] | None = None) -> None:
         self.fn, self.analysis, self.fresh = fn, analysis, fresh
-        self.facts = {**_python_floats(fn), **(facts or {})}   # name -> (shape, dtype)
-        if facts:
-            _elementwise_facts(fn, self.facts)
+        self.facts = value_facts(fn, facts)   # name -> (shape, dtype)
         self.kinds = function_kinds(fn, self._param_kinds(fn, analysis))
         self.active = analysis.active - {n for n, k in self.kinds.items() if k == INT}
-        self.maybe_none: set[str] = set()   # adjoints that may be None (of an int) here
         self.vjp_name = vjp_name           # callee function -> name of its emitted vjp
         self.tracer = Tracer(fresh, backend, self.facts)
         self.backend = self.tracer.backend
@@ -101,14 +76,12 @@ class Emitter(Primal, Accumulation):
         self.tuple_adj: dict[str, dict[int, Any]] = {}
         self.backward_of: dict[str, str] = {}
         self.callees: list[Any] = []
-        self.virtual: set[str] = set()      # adjoints kept as scalars standing for arrays
-        self.aliases: set[str] = set()      # adjoints that are another variable's name
-        self.owned: set[str] = set()        # adjoint names holding arrays made here
-        self.negated: dict[str, tuple] = {}  # first adjoints that were a negation
-        self.dropped: set[int] = set()      # statements folded into a later one
         self.same_list: dict[str, str] = {}  # list version -> the version it appended to
         self.lengths: dict[str, str] = {}    # list version -> name of its recorded length
         self.changed_later = lists.changed_later(fn)
+        me = weakref.proxy(self)    # what it holds refers back weakly: freed with it, no cycle
+        self.printer = Primal(me)
+        self.sums = Accumulation(me)
 
     def _param_kinds(self, fn: Function, analysis: Any) -> dict[str, str]:
         """The kinds of the parameters: a block's from its branch or loop; at the top, the
@@ -129,9 +102,34 @@ class Emitter(Primal, Accumulation):
         stack = _EMITTING.__dict__.setdefault("functions", [])
         stack.append(self.fn)
         try:
-            return super().primal()
+            return self.printer.commented(self.primal_stmt)
         finally:
             stack.pop()
+
+    def primal_stmt(self, st: Stmt) -> ast.stmt | list[ast.stmt]:
+        """One statement of the primal; an active call keeps the backward function its vjp
+        hands back, and a branch or a loop those of its blocks."""
+        if st.kind == "branch":
+            return control.primal_branch(self, st)
+        if st.kind == "loop":
+            return control.primal_loop(self, st)
+        if st.kind == "append":
+            return lists.primal_append(self, st)
+        if st.kind != "call":
+            return self.printer.statement(st)
+        args = [self.operand(a) for a in st.args]
+        if st.target in self.active:
+            backward = self.fresh(f"{st.target}_backward")
+            self.backward_of[st.target] = backward
+            self.callees.append(st.fn)
+            vjp = self.vjp_name(st.fn, st.params.get("label"))
+            return assign([st.target, backward], ast.Call(_name(vjp), args, []))
+        return assign(st.target, ast.Call(st.expr, args, []))
+
+    def known_scalar(self, value: Any) -> bool:
+        """The result is known (from a first call) to hold one element."""
+        fact = self.facts.get(getattr(value, "name", None))
+        return fact is not None and int(np.prod(fact[0])) == 1
 
     # ------------------------------------------------------------------------ adjoint
     def adjoint(self, seed: Any) -> list[ast.stmt]:
@@ -153,15 +151,16 @@ class Emitter(Primal, Accumulation):
                 line = key
                 out.append(comment(f"adjoint of {where}"))
             out.extend(emitted)
-        return [st for st in out if id(st) not in self.dropped]
+        return [st for st in out if id(st) not in self.sums.dropped]
 
     def adjoint_stmt(self, st: Stmt) -> list[ast.stmt]:
+        sums = self.sums
         emitted: list[ast.stmt] = []
         structural = ("unpack", "call", "pack", "branch", "loop", "append")
-        if st.target in self.virtual and st.kind in structural:
-            emitted += self.materialize(st.target)      # callees see exact shapes
+        if st.target in sums.virtual and st.kind in structural:
+            emitted += sums.materialize(st.target)      # callees see exact shapes
         if st.kind in ("prim", "call"):              # rules and helpers read no None
-            emitted += self.zeroed(st.target)
+            emitted += sums.zeroed(st.target)
         g = self.adj.get(st.target)
         if isinstance(g, float) and st.kind in structural:
             g = ast.Constant(g)
@@ -174,13 +173,13 @@ class Emitter(Primal, Accumulation):
             return emitted + lists.adjoint_listget(self, st, g)
         if st.kind == "pack":
             for i, a in enumerate(st.args):
-                if self._wants(a) and st.params.get("list"):
-                    emitted += self.accumulate(a.name, lists.item_gradient(self, g, i, a))
-                elif self._wants(a):
+                if self.wants(a) and st.params.get("list"):
+                    emitted += sums.accumulate(a.name, lists.item_gradient(self, g, i, a))
+                elif self.wants(a):
                     part = g[i] if isinstance(g, tuple) else ast.Subscript(
                         g, ast.Constant(i), ast.Load())
                     if part is not None:
-                        emitted += self.accumulate(a.name, part, none=True)
+                        emitted += sums.accumulate(a.name, part, none=True)
             return emitted
         if st.kind == "call":
             return emitted + self.adjoint_call(st, g, st.args)
@@ -190,25 +189,25 @@ class Emitter(Primal, Accumulation):
             return emitted + control.adjoint_loop(self, st, self.cotangent(st, g))
         if st.kind != "prim":
             return emitted
-        virtual = st.target in self.virtual
-        if virtual and not self._elementwise(st):
-            emitted += self.materialize(st.target)
+        virtual = st.target in sums.virtual
+        if virtual and not spreads_exactly(st):
+            emitted += sums.materialize(st.target)
             g = self.adj[st.target]
             virtual = False
         gsym = g if isinstance(g, float) else self.tracer.sym(g.id)
         # d(sum(x)) is g everywhere: keep it a scalar standing for the full array
-        full = self.full_adjoint(st)
+        full = full_adjoint(st)
         if full is not None:
             x = st.args[0].name
-            return emitted + self.accumulate(x, full(gsym, self.tracer.sym(x).shape),
+            return emitted + sums.accumulate(x, full(gsym, self.tracer.sym(x).shape),
                                              virtual=True)
         if isinstance(g, float) and not st.fn.folds_seed:
             gsym = Sym(ast.Constant(g), self.tracer)   # printed, never computed here
-        ans, xs, params = self.rule_operands(st)
+        ans, xs, params = self.printer.rule_operands(st)
         contributions: list[tuple[str, Any]] = []
         for i, a in enumerate(st.args):
             rule = st.fn.vjp(i)
-            if rule is None or not self._wants(a):
+            if rule is None or not self.wants(a):
                 continue
             try:
                 try:
@@ -224,11 +223,11 @@ class Emitter(Primal, Accumulation):
                 undo = self.tracer.use_helper(unbroadcast.__name__, unbroadcast)
                 contrib = self.tracer.call(undo, (contrib, Sym(shape, self.tracer)), {})
             contributions.append((a.name, contrib))
-        for var, contrib, count in self._merge(contributions):
+        for var, contrib, count in sums.merge(contributions):
             if count > 1:
                 contrib = contrib * count
-            stays_virtual = virtual and not self._reads_arrays(contrib, g)
-            emitted += self.accumulate(var, contrib, virtual=stays_virtual)
+            stays_virtual = virtual and not sums.reads_arrays(contrib, g)
+            emitted += sums.accumulate(var, contrib, virtual=stays_virtual)
         return emitted
 
     def cotangent(self, st: Stmt, g: Any) -> ast.expr:
@@ -255,7 +254,8 @@ class Emitter(Primal, Accumulation):
         """The adjoint of ``var`` when it is a running total this code may add into in place
         (a loop body's total for what it only reads), else None."""
         d = self.adj.get(var)
-        if var in self.analysis.accumulates and isinstance(d, ast.Name) and d.id in self.owned:
+        if var in self.analysis.accumulates and isinstance(d, ast.Name) and \
+                d.id in self.sums.owned:
             return d
         return None
 
@@ -277,10 +277,10 @@ class Emitter(Primal, Accumulation):
             if total is not None:
                 names.append(total.id)
                 continue
-            if self._wants(a) and a.name not in self.adj and counts.count(a.name) == 1:
+            if self.wants(a) and a.name not in self.adj and counts.count(a.name) == 1:
                 name = self.fresh(f"d_{a.name}")      # its first gradient: no sum needed
                 direct.add(a.name)
-            elif self._wants(a):
+            elif self.wants(a):
                 name = self.fresh(f"d_{a.name}_part")
                 self.tracer.temps.add(name)
             else:
@@ -299,9 +299,9 @@ class Emitter(Primal, Accumulation):
             if a.name in direct:
                 self.adj[a.name] = _name(name)
                 if block:
-                    self.handed_back(a.name)
+                    self.sums.handed_back(a.name)
             else:
-                emitted += self.accumulate(a.name, _name(name), none=block)
+                emitted += self.sums.accumulate(a.name, _name(name), none=block)
         return emitted
 
     def _none_as_zero(self, wanted: list) -> list[ast.stmt]:
@@ -317,7 +317,8 @@ class Emitter(Primal, Accumulation):
         fact = self.facts.get(var)
         return fact is not None and (fact[1] is float or np.dtype(fact[1]).kind in "fc")
 
-    def _wants(self, a: Any) -> bool:
+    def wants(self, a: Any) -> bool:
+        """Whether the operand ``a`` is a variable whose adjoint is asked for."""
         return isinstance(a, Var) and a.name in self.active
 
     def _may_broadcast(self, st: Stmt, i: int) -> bool:
@@ -344,8 +345,8 @@ class Emitter(Primal, Accumulation):
         if self.scalar:                       # Python floats in, Python floats out
             if d is None:
                 return ast.Constant(0.0)
-            if param in self.maybe_none:
-                d = self._none_as_zero_expr(d, param)
+            if param in self.sums.maybe_none:
+                d = self.sums.none_as_zero(d, param)
             return ast.Constant(float(d)) if isinstance(d, float) else ast.Call(
                 _name("float"), [d], [])
         if d is None:

@@ -23,7 +23,7 @@ from srcgrad.ir import Const, Var, const_expr, is_generated, value_expr
 from srcgrad.runtime.rules import primitives
 
 __all__ = ["Sym", "Tracer", "SymbolicError", "assign", "to_expr", "subscript_expr",
-           "helper_sources", "numpy_path", "is_generated"]
+           "helper_sources", "numpy_path", "is_generated", "operand_expr"]
 
 
 class SymbolicError(TypeError):
@@ -47,6 +47,11 @@ def numpy_path(func: Any, backend: Backend | str = "np") -> ast.expr:
 def name_expr(name: str, store: bool = False) -> ast.Name:
     """The variable ``name``, read (or assigned, with ``store``)."""
     return ast.Name(name, ast.Store() if store else ast.Load())
+
+
+def operand_expr(a: Any) -> ast.expr:
+    """A statement's operand as source: a variable by its name, a constant as it prints."""
+    return name_expr(a.name) if isinstance(a, Var) else const_expr(a)
 
 
 def index_expr(index: Any) -> ast.expr:

@@ -13,6 +13,10 @@ None, is made a zero before arithmetic reads it (:mod:`srcgrad.codegen.emit.accu
 A block's parameters take the kinds of the arguments of its branch or loop (a loop's carried
 values to a fixed point), so each block's kinds are known by the time it is emitted:
 :func:`function_kinds` records them for the emitter of the block.
+
+The reverse emitter also knows some values' shapes and dtypes (``facts``): those a first call
+reported to a specialisation, and those :func:`value_facts` derives from them and from
+``float()``, which rules fold into the code they print.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 
 from srcgrad.ir import Const, Function, Stmt, Var
 
-__all__ = ["FLOAT", "INT", "function_kinds", "block_params", "dtype_kind"]
+__all__ = ["FLOAT", "INT", "function_kinds", "block_params", "dtype_kind", "value_facts"]
 
 FLOAT, INT = "float", "int"
 
@@ -184,3 +188,58 @@ def _loop(st: Stmt, known: dict[str, str]) -> list:
     if test is not None:
         _BLOCK_PARAMS[test] = params
     return carried + ([INT] if st.params.get("stops") else [])
+
+
+def value_facts(fn: Function, facts: dict[str, tuple] | None) -> dict[str, tuple]:
+    """The shapes and dtypes known of ``fn``'s values: ``facts`` (a specialisation's, from a
+    first call) with the Python floats, and, when specialised, what elementwise primitives
+    make of known values."""
+    known = {**_python_floats(fn), **(facts or {})}
+    if facts:
+        _elementwise_facts(fn, known)
+    return known
+
+
+def _python_floats(fn: Function) -> dict[str, tuple]:
+    """What ``float()`` makes, and elementwise primitives of it and of numbers: a value of
+    shape ``()`` that may be a Python float, which has no ``.shape``; the fact lets rules
+    fold its shape in (known when specialised, exact in the generic code too)."""
+    facts: dict[str, tuple] = {}
+    for st in fn.body:
+        if st.kind != "prim":
+            continue
+        if st.fn.makes_float:
+            facts[st.target] = ((), float)
+        elif st.fn.elementwise and any(isinstance(a, Var) for a in st.args) and all(
+                a.name in facts if isinstance(a, Var) else
+                isinstance(a, Const) and isinstance(a.value, (int, float)) for a in st.args):
+            facts[st.target] = ((), float)
+    return facts
+
+
+def _elementwise_facts(fn: Function, facts: dict[str, tuple]) -> None:
+    """Complete a specialisation's facts (in place) with the values a first call did not
+    report (temporaries the generic code inlined) that elementwise primitives make of known
+    values: their shapes broadcast, their dtype NumPy's for one element of each."""
+    for st in fn.body:
+        if st.kind != "prim" or not st.fn.elementwise or st.target in facts:
+            continue
+        shapes, ones = [], []
+        for a in st.args:
+            if isinstance(a, Const) and type(a.value) in (int, float, bool):
+                shapes.append(())
+                ones.append(a.value)
+            elif isinstance(a, Var) and a.name in facts:
+                shape, dtype = facts[a.name]
+                shapes.append(shape)
+                ones.append(1.0 if dtype is float else np.ones((), dtype))
+            else:
+                break
+        else:
+            try:
+                with np.errstate(all="ignore"):
+                    one = st.fn.fn(*ones, **st.params)
+                facts[st.target] = (np.broadcast_shapes(*shapes),
+                                    float if type(one) is float else np.asarray(one).dtype)
+            except (TypeError, ValueError):
+                continue

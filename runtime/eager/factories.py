@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime.eager import dtypes
-from srcgrad.runtime.eager.subclasses import plain
 from srcgrad.runtime.eager.tensor import Tensor, as_array
+from srcgrad.runtime.subclasses import plain
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "arange",

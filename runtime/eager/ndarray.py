@@ -8,18 +8,25 @@ tuple), NumPy's dtype promotion; every operation records into the same engine an
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
 from srcgrad.runtime.eager import grad_mode
+from srcgrad.runtime.eager.array_writes import ESCAPED as _ESCAPED
+from srcgrad.runtime.eager.array_writes import check_current as _check_current
+from srcgrad.runtime.eager.array_writes import check_writable as _check_writable
+from srcgrad.runtime.eager.array_writes import note as _note
+from srcgrad.runtime.eager.array_writes import own_data, saved_alias
+from srcgrad.runtime.eager.array_writes import remember as _remember
+from srcgrad.runtime.eager.array_writes import written as _written
+from srcgrad.runtime.eager.constants import carries_gradient, dropped, outside_graph, where
 from srcgrad.runtime.eager.names import node_name
 from srcgrad.runtime.eager.tensor import Tensor, apply
 from srcgrad.runtime.rules import cast, getitem, item
 from srcgrad.runtime.rules.primitives import NO_GRADIENT, NUMPY_BINDINGS, lookup
 
-__all__ = ["Array", "as_array_leaf"]
+__all__ = ["Array", "as_array_leaf", "as_array_constant", "full_of"]
 
 
 def _frozen(value: Any) -> Any:
@@ -72,9 +79,6 @@ def _apply(prim: Any, args: tuple, params: dict) -> Any:
     return out
 
 
-# Arrays whose memory NumPy was handed as a plain array (np.asarray(a) is a's memory).
-_ESCAPED: dict[int, Any] = {}
-
 # 0-d Arrays that are NumPy arrays, not NumPy scalars (np.copy of a number, a 0-d argument):
 # ``a *= 2`` writes into them, where it rebinds a scalar (a sum, a float argument).
 _ARRAYS_0D: dict[int, Any] = {}
@@ -88,63 +92,20 @@ def _is_array_0d(t: Tensor) -> bool:
 
 def _full_like(a: Any, fill: Tensor, rest: tuple, kwargs: dict) -> Array:
     """``np.full_like(a, x)`` where ``x`` carries a gradient: ``np.full`` of ``x``."""
-    from srcgrad.runtime.rules.primitives import PRIMITIVES
-    prim = PRIMITIVES.get("full_of")
-    if prim is None or rest or set(kwargs) - {"fill_value", "dtype"}:
+    if rest or set(kwargs) - {"fill_value", "dtype"}:
         raise TypeError("np.full_like with a value that carries a gradient is only followed "
                         "as np.full_like(a, value, dtype=...)")
     data = a._data if isinstance(a, Tensor) else np.asarray(a)
-    dtype = kwargs.get("dtype") or data.dtype
-    return _apply(prim, (fill,), {"shape": data.shape, "dtype": np.dtype(dtype)})
+    return full_of(fill, data.shape, kwargs.get("dtype") or data.dtype)
 
 
-# Arrays that share memory (views and their bases), with the version of the shared data their
-# graph describes: one written after a view was taken is stale, and using it is refused.
-_CURRENT: dict[int, tuple[Any, int]] = {}
-
-
-def _remember(table: dict, t: Tensor, version: Any) -> None:
-    """``table[id(t)]``: a weak reference to ``t`` (and ``version``), gone with ``t``."""
-    key = id(t)
-    table[key] = (weakref.ref(t, lambda _, k=key: table.pop(k, None)), version)
-
-
-def _note(t: Tensor) -> None:
-    _remember(_CURRENT, t, t._version_counter[0])
-
-
-def _check_current(t: Any) -> None:
-    entry = _CURRENT.get(id(t)) if isinstance(t, Tensor) else None
-    if entry is not None and entry[0]() is t and entry[1] != t._version_counter[0]:
-        raise RuntimeError(
-            "an array was written in place after this view of it was taken (or this view "
-            "after the array): NumPy shows the write through both, which srcgrad's eager run "
-            "does not follow; take a copy (.copy()) before writing")
-
-
-def _check_writable(t: Tensor, value: Any = None) -> None:
-    _check_current(t)
-    escaped = _ESCAPED.get(id(t))
-    if escaped is not None and escaped[0]() is t and isinstance(value, Tensor) and \
-            value._requires_grad:
-        raise RuntimeError(
-            "an array handed to NumPy as a plain array (np.asarray, np.array ...) is written "
-            "in place with values that carry a gradient; the plain array would not carry it, "
-            "and srcgrad's eager run cannot follow it")
-    while t is not None:
-        if t._view_key is not None and t._view_key[0] == "unmodelled":
-            raise RuntimeError(
-                "a write through a view that srcgrad's eager run does not model (from reshape, "
-                "ravel, a transpose with NumPy semantics...): take a copy (.copy()) first")
-        t = t._base
-
-
-def _written(t: Tensor) -> None:
-    """After a write in place: ``t`` and the arrays it is a view of are current."""
-    while t is not None:
-        if id(t) in _CURRENT:
-            _note(t)
-        t = t._base
+def full_of(fill: Any, shape: Any, dtype: Any = None) -> Array:
+    """``np.full(shape, fill, dtype)`` of a ``fill`` that carries a gradient, recorded."""
+    from srcgrad.runtime.rules.primitives import PRIMITIVES
+    if not isinstance(fill, Tensor):
+        fill = as_array_constant(np.asarray(fill))
+    dtype = fill._data.dtype if dtype is None else dtype
+    return _apply(PRIMITIVES["full_of"], (fill,), {"shape": shape, "dtype": np.dtype(dtype)})
 
 
 def _inplace(name: str) -> Any:
@@ -157,6 +118,7 @@ def _inplace(name: str) -> Any:
             # NumPy's 0-d results (a sum, a float argument) are scalars: ``s += v`` rebinds
             return getattr(self, name.replace("__i", "__", 1))(other)
         _check_writable(self, other)
+        own_data(self)
         out = method(self, _frozen(other))
         _written(self)
         return out
@@ -185,7 +147,9 @@ class Array(Tensor):
         if method == "__call__" and not kwargs and ufunc in NO_GRADIENT:
             return ufunc(*_plain(inputs))
         if method != "__call__" or kwargs or ufunc not in NUMPY_BINDINGS:
-            return NotImplemented
+            fun = ufunc if method == "__call__" else getattr(ufunc, method)
+            return NotImplemented if "out" in kwargs or carries_gradient((inputs, kwargs)) \
+                else outside_graph(fun, inputs, kwargs)   # constants: NumPy's own result
         return _apply(NUMPY_BINDINGS[ufunc][0], inputs, {})
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
@@ -204,9 +168,14 @@ class Array(Tensor):
             return func(*_plain(args), **dict(zip(kwargs, _plain(tuple(kwargs.values())))))
         binding = NUMPY_BINDINGS.get(func)
         if binding is None:
-            raise TypeError(f"numpy.{func.__name__} has no srcgrad derivative rule; register "
-                            "one with srcgrad.defvjp")
+            if not carries_gradient((args, kwargs)):   # constants: NumPy's own result
+                return outside_graph(func, args, kwargs)
+            at, _ = where()
+            raise TypeError(f"{at + ': ' if at else ''}numpy.{func.__name__} has no srcgrad "
+                            "derivative rule; register one with srcgrad.defvjp")
         return binding[1](*args, **kwargs)
+
+    _for_saving = saved_alias
 
     @staticmethod
     def __srcgrad_primitive__(prim: Any, args: tuple, params: dict) -> Any:
@@ -246,6 +215,7 @@ class Array(Tensor):
     def __setitem__(self, index: Any, value: Any) -> None:
         _check_writable(self, value)
         _check_current(value)
+        own_data(self)
         Tensor.__setitem__(self, _frozen(index), value)
         _written(self)
 
@@ -254,17 +224,12 @@ class Array(Tensor):
 
     def __float__(self) -> float:
         if self._requires_grad:
-            raise RuntimeError(
-                "float() of an array that requires grad would drop its gradient (storing it "
-                "into a NumPy array does this too); srcgrad's eager run cannot follow it")
+            raise RuntimeError(dropped("is turned into a Python float (float())", False))
         return float(self._data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._requires_grad:
-            raise RuntimeError(
-                "an array that requires grad was turned into a plain NumPy array (stored into "
-                "one, say z = np.zeros(n); z[i] = ...), which would drop its gradient; "
-                "srcgrad's eager run cannot follow it (make z with np.zeros_like of an input)")
+            raise RuntimeError(dropped("is turned into a plain NumPy array"))
         _remember(_ESCAPED, self, None)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
@@ -273,9 +238,7 @@ class Array(Tensor):
 
     def tolist(self) -> Any:
         if self._requires_grad:
-            raise RuntimeError(
-                "tolist() of an array that requires grad would drop its gradient (Python "
-                "numbers carry none); srcgrad's eager run cannot follow it")
+            raise RuntimeError(dropped("is turned into Python numbers (tolist())", False))
         return self._data.tolist()
 
     def astype(self, dtype: Any) -> Array:
@@ -371,4 +334,15 @@ def private_copy(leaf: Array) -> Array:
         out = _apply(_COPY, (leaf,), {})
     if not _is_array_0d(leaf):          # a float argument stays a scalar
         _ARRAYS_0D.pop(id(out), None)
+    return out
+
+
+def as_array_constant(value: np.ndarray) -> Array:
+    """An Array without grad holding ``value`` (a float array the function reads or makes),
+    so that NumPy code that writes Arrays into it, or calls its methods with Arrays
+    (``data.dot(w)``), is recorded with NumPy's semantics."""
+    out = Array._make(value)
+    out.__class__ = Array
+    if value.ndim == 0:
+        _remember(_ARRAYS_0D, out, None)
     return out

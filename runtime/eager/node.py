@@ -143,6 +143,10 @@ class TensorBase:
 
     __slots__ = ()
 
+    def _for_saving(self) -> TensorBase:
+        """What a node keeps to read this Tensor's data: itself (an Array, an alias)."""
+        return self
+
 
 class PrimNode(Node):
     """A recorded primitive: calls the primitive's rules from the one rule table.
@@ -173,6 +177,7 @@ class PrimNode(Node):
                     nexts.append(_NO_EDGE)
                 metas.append((data.shape, data.dtype) if needs[i] else None)
                 if kind == "data":
+                    a = a._for_saving()
                     inputs.append(a)
                     versions.append((a, a._version_counter[0]))
                 else:

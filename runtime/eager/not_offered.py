@@ -2,8 +2,9 @@
 
 ``srcgrad.Tensor`` raises AttributeError for each, saying so, rather than guessing at a
 meaning: sparse, quantized and complex tensors, storage and stride manipulation, random
-in-place fills, and operations without a rule in the rule table.  ``tests/test_torch_sweep.py``
-fails when a public name of ``torch.Tensor`` is neither here nor compared against PyTorch.
+in-place fills, and operations without a rule in the rule table.
+``tests/sweeps/test_torch_sweep.py`` fails when a public name of ``torch.Tensor`` is neither here
+nor compared against PyTorch.
 """
 
 NOT_OFFERED = frozenset("""

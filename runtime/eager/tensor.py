@@ -19,8 +19,8 @@ import numpy as np
 from srcgrad.runtime.eager import dtypes, grad_mode
 from srcgrad.runtime.eager.engine import AccumulateGrad, Node, TensorBase, make_node
 from srcgrad.runtime.eager.hooks import RemovableHandle
-from srcgrad.runtime.eager.subclasses import plain, refuse_subclass
 from srcgrad.runtime.rules.primitives import Primitive
+from srcgrad.runtime.subclasses import plain, refuse_subclass
 
 __all__ = ["Tensor", "Size", "apply", "as_array", "zero_grads"]
 

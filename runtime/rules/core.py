@@ -137,7 +137,8 @@ def matmul_rhs_grad(g, a, *, b_shape):
 
 @primitive(dtype_rule="keep")
 def cast(x, *, dtype):
-    return x.astype(dtype)
+    """``x.astype(dtype)``; a Python number (a gradient's seed) becomes a NumPy scalar."""
+    return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x).astype(dtype)[()]
 
 
 @primitive(nin=1, dtype_rule="bool")

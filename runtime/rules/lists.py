@@ -4,7 +4,7 @@ The eager engine never needs these: on Tensors, ``np.stack(hs)`` of a list is a 
 ``stack`` with one input per Tensor.  Compiled code does not know how long a list built in a
 loop will be, so the compiler lowers ``np.stack(hs)``, ``np.concatenate(hs)`` and ``sum(hs)``
 of such a list to these primitives, whose one input is the list and whose rules return a list
-(one gradient per element).  They are tested like every other rule (``tests/test_rules.py``).
+(one gradient per element).  They are tested like every other rule (``tests/sweeps/test_rules.py``).
 """
 
 from __future__ import annotations

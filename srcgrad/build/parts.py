@@ -1,7 +1,7 @@
 """What every build of a transform shares, reverse (:mod:`srcgrad.build.reverse`) and forward
 (:mod:`srcgrad.build.forward`): the error handling around it, the parts of the module it
-generates (functions, helpers, free names, the other transforms' functions it embeds), and
-writing and loading that module's text.
+generates (functions, helpers, free names, the other transforms' functions it embeds, the
+callees' functions emitted once each), and writing and loading that module's text.
 """
 
 from __future__ import annotations
@@ -15,10 +15,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from srcgrad.frontend import generated_helpers as generated
-from srcgrad.codegen.backends.base import NotInBackend, as_backend
-from srcgrad.codegen.module import load, render
+from srcgrad.codegen import (
+    NotInBackend,
+    as_backend,
+    eliminate_dead_code,
+    finish_lists,
+    load,
+    located,
+    render,
+    short_filename,
+)
 from srcgrad.errors import CompileError, Location, MissingBackend
+from srcgrad.frontend import generated_helpers as generated
 from srcgrad.frontend.freshness import RESOLVED
 from srcgrad.frontend.parse import with_recursion_room
 from srcgrad.ir import Function, Stmt, bind_free, fresh_name
@@ -101,9 +109,11 @@ def failed_at(fun: Any, tb: Any) -> Location | None:
 
 class ModuleParts:
     """The functions, helpers and free names of one generated module, and the other
-    transforms' generated functions it embeds (by source, under names of its own)."""
+    transforms' generated functions it embeds (by source, under names of its own).  A kind
+    of build derives from it, with its emitter."""
 
     def __init__(self, ir: Function) -> None:
+        self.names: dict[Any, str] = {}         # a callee's function, by the kind's key
         self.functions: list[ast.FunctionDef] = []
         self.helpers: dict[str, Any] = {}
         self.temps: set[str] = set()
@@ -132,6 +142,57 @@ class ModuleParts:
                     raise CompileError(f"two functions read different values named {key}; "
                                        "srcgrad cannot put both in one generated module")
         return name
+
+    def callee(self, key: Any, callee: Any, label: str | None, suffix: str,
+               emit: Callable[[Function, str, bool], Any]) -> str:
+        """The name of the function for ``callee`` (a user function, or a block: a branch or
+        a loop body) kept under ``key``; the first time, ``callee`` is lowered (a block is
+        already), named ``<label>_<suffix>`` and emitted by ``emit(ir, name, block)``."""
+        name = self.names.get(key)
+        if name is not None:
+            return name
+        block = isinstance(callee, Function)
+        if callee in self.in_progress and not block:
+            raise CompileError(f"{callee.__name__} calls itself (recursion is not compiled "
+                               "yet)")
+        base = label or (callee.name if block else callee.__name__)
+        base = "lambda" if base == "<lambda>" else base
+        ir = callee if block else self.lower(callee)
+        self.taken |= ir.used                       # its names first: the function's avoid them
+        name = self.names[key] = fresh_name(f"{base}_{suffix}", self.taken)
+        self.in_progress.append(callee)
+        self.bind_free(ir)
+        emit(ir, name, block)
+        self.in_progress.pop()
+        return name
+
+    def lower(self, callee: Any) -> Function:
+        """A callee's IR, lowered for this module (the front end is imported by a build, not
+        by ``import srcgrad``)."""
+        from srcgrad.build.lowering import lower_function
+        return lower_function(callee)
+
+    def embedding(self, em: Any, ir: Function) -> None:
+        """Let the emitter ``em`` of ``ir`` call other transforms' generated functions,
+        under this module's names for them."""
+        em.tracer.embed = lambda fn, base: self.embedded_name(fn, base, ir)
+
+    def keep(self, em: Any, ir: Function, name: str, params: list[str], body: list[ast.stmt],
+             pure: set[str] | None) -> ast.FunctionDef:
+        """The function ``name`` that ``em`` emitted from ``ir``, its lists finished and, with
+        ``pure`` (what may go unread), its dead code removed; kept in the module with the
+        helpers and temporaries it uses."""
+        fn = ast.FunctionDef(name=name, args=args_of(params), body=body, decorator_list=[],
+                             returns=None, type_params=[], lineno=0)
+        finish_lists(em, fn)
+        if pure is not None:
+            eliminate_dead_code(fn, pure)
+        self.functions.append(fn)
+        self.helpers.update(em.tracer.helpers)
+        lowering_temps = {st.target for st in ir.body if st.kind == "prim"
+                          and st.target not in ir.source_names}
+        self.temps |= em.tracer.temps | ir.inline | lowering_temps
+        return fn
 
     def finish(self, ir: Function, title: str, label: str, backend: Any, main: str,
                facts: dict[str, tuple] | None = None) -> tuple[str, dict]:
@@ -170,7 +231,6 @@ def _missing_backend(backend: str, what: str, exc: Exception, extra: str) -> Any
 def where(ir: Function) -> str:
     """``file:line`` of the function; for a module srcgrad generated (a transform of a
     transform), the user's line it came from."""
-    from srcgrad.codegen.emit.primal import located, short_filename
     if not ir.filename.startswith("<srcgrad "):
         return f"{short_filename(ir.filename)}:{ir.firstline}"
     return f"generated from {located(ir.filename, ir.firstline + 1, '')[1].split('  ')[0]}"

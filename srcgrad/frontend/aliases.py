@@ -29,6 +29,7 @@ import numpy as np
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.dict_values import holds_local, replaced
+from srcgrad.frontend.primitives import Primitives
 from srcgrad.frontend.scope_index import Scope, held_vars
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.tables.views import (
@@ -54,10 +55,9 @@ class Host(Protocol):
     line: int
     param_names: set[str]              # the SSA names of the function's parameters
     wrt_users: frozenset[str]          # the user's names of the differentiated parameters
+    prims: Primitives
 
     def live_after(self) -> set[str]: ...
-
-    def prim(self, f: Any, inputs: list, params: dict, hint: str, node: ast.AST) -> Var: ...
 
     def consume(self, old: Var, line: int, what: str) -> None: ...
 
@@ -341,8 +341,8 @@ class Aliases:
         hint = self.source_names.get(base.name, base.name)
         if kind == "T":
             params = {} if param is None else {"axes": inverse_permutation(param)}
-            return self.host.prim(np.transpose, [part], params, f"{hint}_set", node)
-        return self.host.prim(T.lookup("index_put"), [base, part], {"index": param},
+            return self.host.prims.prim(np.transpose, [part], params, f"{hint}_set", node)
+        return self.host.prims.prim(T.lookup("index_put"), [base, part], {"index": param},
                               f"{hint}_set", node)
 
     def _recompute(self, var: Var, updates: dict, node: ast.AST) -> Var | None:
@@ -358,10 +358,10 @@ class Aliases:
             return None
         hint = self.source_names.get(var.name, var.name)
         if kind == "T":
-            new = self.host.prim(np.transpose, [fresh],
+            new = self.host.prims.prim(np.transpose, [fresh],
                                  {} if param is None else {"axes": param}, hint, node)
         else:
-            new = self.host.prim(T.lookup("getitem"), [fresh], {"index": param}, hint, node)
+            new = self.host.prims.prim(T.lookup("getitem"), [fresh], {"index": param}, hint, node)
         updates[var.name] = new
         return new
 

@@ -13,9 +13,13 @@ a loop or branch that calls it is handed those names too.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
-from typing import Any
+from typing import Any, Protocol
 
+from srcgrad.errors import CompileError
+from srcgrad.frontend.jumps import Jumps
+from srcgrad.frontend.parse import Env, Source, parse_function
 from srcgrad.frontend.scopes import assigned, exposed, read, walk
 from srcgrad.ir import Closure, Const, constant, value_expr
 
@@ -24,7 +28,31 @@ __all__ = ["lambda_call", "inline_call", "define", "closure_reads", "live_in"]
 _DEPTH = 32                 # nested calls of closures lowered in place, at most
 
 
-def define(lowerer: Any, node: ast.stmt, rest: list[ast.stmt]) -> bool:
+class Host(Protocol):
+    """What lowering in place reads of, and asks of, the lowerer: the function's source and
+    names, and the bodies being lowered in place (a recursion among them is refused)."""
+
+    src: Source
+    scope: dict[str, Any]
+    free: dict[str, Any]               # the module's globals, bound when it loads
+    in_block: bool                     # a branch or loop body, lowered as a function
+    closure_stack: list[ast.AST]       # closures being lowered in place, innermost last
+    inlining: list[Any]                # helpers being lowered in place, innermost last
+    jumps: Jumps
+
+    def expr(self, node: ast.expr) -> Any: ...
+
+    def block(self, stmts: list[ast.stmt], structure: bool = False) -> Any: ...
+
+    def body_of(self, scope: dict[str, Any], result_name: str, src: Source | None = None,
+                env: Env | None = None) -> contextlib.AbstractContextManager[None]: ...
+
+    def fresh_internal(self, base: str) -> str: ...
+
+    def error(self, message: str, node: ast.AST) -> CompileError: ...
+
+
+def define(lowerer: Host, node: ast.stmt, rest: list[ast.stmt]) -> bool:
     """``def inner(...): ...`` in the function: a closure bound to its name (False: ``node``
     is another statement).  A walrus (``:=``) anywhere in ``node`` is refused."""
     walrus = next((n for n in walk([node]) if isinstance(n, ast.NamedExpr)), None)
@@ -33,7 +61,7 @@ def define(lowerer: Any, node: ast.stmt, rest: list[ast.stmt]) -> bool:
                             "the value in a statement of its own", walrus)
     if not isinstance(node, ast.FunctionDef):
         return False
-    if getattr(lowerer, "in_block", False):
+    if lowerer.in_block:
         raise lowerer.error("srcgrad compiles a nested function defined at the top level of "
                             "the function, not inside a loop or branch", node)
     if node.decorator_list:
@@ -77,7 +105,7 @@ def closure_reads(scope: dict, names: set[str]) -> set[str]:
     return out
 
 
-def lambda_call(lowerer: Any, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
+def lambda_call(lowerer: Host, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
                 closure: Closure | None = None) -> Any:
     """``(lambda u: body)(x)``, or a call of a lambda or nested ``def`` bound to a name: the
     body, with its parameters bound to the arguments."""
@@ -102,7 +130,7 @@ def lambda_call(lowerer: Any, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
             values.append(Const(defaults[n]))
         else:
             raise lowerer.error(f"the call gives no value for the parameter {n!r}", node)
-    stack = lowerer.__dict__.setdefault("_closures", [])
+    stack = lowerer.closure_stack
     if len(stack) >= _DEPTH or isinstance(fn, ast.FunctionDef) and fn in stack:
         raise lowerer.error("a nested function that calls itself is not compiled (recursion)",
                             node)
@@ -121,12 +149,11 @@ def lambda_call(lowerer: Any, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
         lowerer.scope.update(saved)
 
 
-def inline_call(lowerer: Any, callee: Any, values: list, keywords: dict, node: ast.Call
+def inline_call(lowerer: Host, callee: Any, values: list, keywords: dict, node: ast.Call
                 ) -> Any:
     """``callee(*values, **keywords)`` lowered in place (a list or tuple among them)."""
-    from srcgrad.frontend.parse import Env, parse_function
     name = getattr(callee, "__name__", "helper")
-    stack = lowerer.__dict__.setdefault("_inlining", [])
+    stack = lowerer.inlining
     if callee in stack:
         raise lowerer.error(f"{name} calls itself with a list (recursion is not compiled)",
                             node)
@@ -146,21 +173,15 @@ def inline_call(lowerer: Any, callee: Any, values: list, keywords: dict, node: a
         body: list[ast.stmt] = [ast.copy_location(ast.Return(src.node.body), src.node.body)]
     else:
         body = src.node.body
-    saved = (lowerer.src, lowerer.env, lowerer.scope, lowerer.result_name, lowerer._live,
-             lowerer.line, lowerer.text)
-    lowerer.src, lowerer.env, lowerer.scope = src, Env(callee), scope
-    lowerer.result_name, lowerer._live = f"{name}_out", []
     stack.append(callee)
     try:
-        result = lowerer.block(lowerer.jumps.early_returns(body), structure=True)
+        with lowerer.body_of(scope, f"{name}_out", src, Env(callee)):
+            return lowerer.block(lowerer.jumps.early_returns(body), structure=True)
     finally:
         stack.pop()
-        (lowerer.src, lowerer.env, lowerer.scope, lowerer.result_name, lowerer._live,
-         lowerer.line, lowerer.text) = saved
-    return result
 
 
-def _def_call(lowerer: Any, fn: ast.FunctionDef, bound: dict, node: ast.Call,
+def _def_call(lowerer: Host, fn: ast.FunctionDef, bound: dict, node: ast.Call,
               stack: list, closure: Closure | None) -> Any:
     """The body of a nested ``def``, in a scope of its own: its parameters, the enclosing
     names it reads, and its own locals (assigning one never changes the enclosing name)."""
@@ -177,15 +198,12 @@ def _def_call(lowerer: Any, fn: ast.FunctionDef, bound: dict, node: ast.Call,
                             node)
     scope = {n: v for n, v in lowerer.scope.items() if n not in local}
     scope.update(bound)
-    saved = (lowerer.scope, lowerer.result_name, lowerer._live, lowerer.line, lowerer.text)
-    lowerer.scope, lowerer.result_name, lowerer._live = scope, f"{fn.name}_out", []
     stack.append(fn)
     try:
-        return lowerer.block(lowerer.jumps.early_returns(list(fn.body)), structure=True)
+        with lowerer.body_of(scope, f"{fn.name}_out"):
+            return lowerer.block(lowerer.jumps.early_returns(list(fn.body)), structure=True)
     finally:
         stack.pop()
-        (lowerer.scope, lowerer.result_name, lowerer._live, lowerer.line,
-         lowerer.text) = saved
 
 
 def _free_names(fn: ast.Lambda | ast.FunctionDef) -> set[str]:
@@ -217,7 +235,7 @@ def live_in(scope: dict, stmts: list[ast.stmt]) -> set[str]:
     return closure_reads(scope, names)
 
 
-def _defaults(lowerer: Any, params: ast.arguments, node: ast.AST) -> dict:
+def _defaults(lowerer: Host, params: ast.arguments, node: ast.AST) -> dict:
     """Default values of parameters, literals only (Python evaluates them once, when the
     function is defined)."""
     out = {}
@@ -230,7 +248,7 @@ def _defaults(lowerer: Any, params: ast.arguments, node: ast.AST) -> dict:
     return out
 
 
-def default_const(lowerer: Any, value: Any) -> Const:
+def default_const(lowerer: Host, value: Any) -> Const:
     """A default value a call leaves out: a literal, or (a stream, an array, an object) a
     name of the generated module's bound to it, as Python evaluated it once."""
     try:
@@ -243,6 +261,5 @@ def default_const(lowerer: Any, value: Any) -> Const:
 
 
 def _plain_default(value: Any) -> bool:
-    from srcgrad.frontend.expressions import Closure, Pack, Tree
-    from srcgrad.ir import Var
+    from srcgrad.ir import Closure, Pack, Tree, Var
     return not isinstance(value, (Var, Const, Pack, Tree, Closure))

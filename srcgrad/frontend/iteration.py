@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
+from srcgrad.errors import CompileError
+from srcgrad.frontend.assignments import Assignments
 from srcgrad.frontend.dict_values import Local, ordered_keys
-from srcgrad.frontend.expressions import Pack, Tree
+from srcgrad.frontend.dicts import Dicts
+from srcgrad.frontend.loop_binding import target_binding, trip_expr
+from srcgrad.frontend.parse import Source
 from srcgrad.frontend.scopes import assigned, exposed, exposed_suffixes, read, walk
-from srcgrad.ir import Const, Stmt, Var
+from srcgrad.frontend.statics import Statics
+from srcgrad.ir import Const, Pack, Stmt, Tree, Var
 from srcgrad.runtime.rules.primitives import NotCompiled
 
 __all__ = ["Iteration", "rebound"]
@@ -25,16 +31,47 @@ __all__ = ["Iteration", "rebound"]
 _UNROLL_LIMIT = 256        # copies of a loop body at most (a pytree is rarely longer)
 
 
+class Host(Protocol):
+    """What the lowering of iterables reads of, and asks of, the lowerer that holds it.  The
+    names in scope, the line and the source change as lowering goes on (a helper lowered in
+    place swaps them): they are read here when needed, never kept."""
+
+    scope: dict[str, Any]
+    src: Source
+    line: int
+    text: str
+    treeless: bool                     # compiled before the structure of the arguments
+    dicts: Dicts
+    assignments: Assignments
+    statics: Statics
+
+    def statement(self, s: ast.stmt) -> None: ...
+
+    def emit(self, stmt: Stmt) -> Var: ...
+
+    def fresh_internal(self, base: str) -> str: ...
+
+    def error(self, message: str, node: ast.AST) -> CompileError: ...
+
+    def live_after(self) -> set[str]: ...
+
+    def live_as(self, names: set[str]) -> AbstractContextManager: ...
+
+
 class Iteration:
-    """The iterable of a ``for`` loop (mixed into the Lowerer)."""
+    """The iterable of a ``for`` loop; the lowerer's ``iteration``."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
 
     # ------------------------------------------------------------------- unrolled loops
-    def _structure_items(self, s: ast.For) -> list | None:
+    def unrolled_items(self, s: ast.For) -> list | None:
         """The items of a loop that is unrolled, or None: the loop is lowered as a loop."""
+        host = self.host
         found = self._sequence(s.iter)
-        if found is None and getattr(self, "treeless", False) and _dict_loop(s.iter):
+        if found is None and host.treeless and _dict_loop(s.iter):
             for n in ast.walk(s.iter):     # refused here when it is not differentiated
-                self.unknown_dict(self.scope.get(getattr(n, "id", None)), s.iter)
+                host.dicts.unknown(host.scope.get(getattr(n, "id", None)), s.iter)
             return self._structure_unknown(s)
         if found is None:
             return None
@@ -43,63 +80,64 @@ class Iteration:
             return None
         jumps = [n for n in walk(s.body) if isinstance(n, (ast.Break, ast.Continue, ast.Return))]
         if s.orelse or jumps:
-            raise self.error("srcgrad unrolls a loop over a pytree or a list of tuples, and "
+            raise host.error("srcgrad unrolls a loop over a pytree or a list of tuples, and "
                              "does not compile break, continue, return or else in it",
                              jumps[0] if jumps else s)
         if len(items) > _UNROLL_LIMIT:
-            raise self.error(f"this loop would be unrolled into {len(items)} copies (at most "
+            raise host.error(f"this loop would be unrolled into {len(items)} copies (at most "
                              f"{_UNROLL_LIMIT} are compiled)", s.iter)
         return items
 
-    def _unrolled(self, s: ast.For, items: list) -> None:
-        after = self.live_after() | exposed(s.body)
+    def unroll(self, s: ast.For, items: list) -> None:
+        host = self.host
+        after = host.live_after() | exposed(s.body)
         rest = exposed_suffixes(s.body)
         fixed = isinstance(s.target, ast.Name) and s.target.id not in assigned(s.body)
         for item in items:
-            self.assign(s.target, item)
+            host.assignments.assign(s.target, item)
             body = s.body
             if fixed and isinstance(item, Const) and type(item.value) is int:
                 body = [self._fold_indices(st, s.target.id, item.value) for st in s.body]
             for i, st in enumerate(body):
-                self.line, self.text = st.lineno, self.src.text(st)
-                self._live.append(rest[i + 1] | after)
-                try:
-                    self.statement(st)
-                finally:
-                    self._live.pop()
+                host.line, host.text = st.lineno, host.src.text(st)
+                with host.live_as(rest[i + 1] | after):
+                    host.statement(st)
 
     def _structure_unknown(self, s: ast.For) -> list:
         """A loop over a dict, compiled before the structure of the arguments is known (the
         code for arrays): an array has no ``.items()``, and this code raises if it runs;
         the code for a dict argument is compiled at the call, from its structure."""
-        self._raise_at_run_time(s, "srcgrad compiles a loop over a dict argument for a "
+        self.raise_at_run_time(s, "srcgrad compiles a loop over a dict argument for a "
                                 "differentiated (wrt) argument only")
         return []
 
-    def _structure_unknown_assign(self, target: ast.Tuple | ast.List, value: Var) -> None:
+    def structure_unknown_assign(self, target: ast.Tuple | ast.List, value: Var) -> None:
         """``*rest, last = params`` compiled before the structure of ``params`` is known:
         the code for a list or tuple argument is compiled at the call, from its structure."""
-        self._raise_at_run_time(target, "srcgrad compiles starred unpacking of a list or "
+        host = self.host
+        self.raise_at_run_time(target, "srcgrad compiles starred unpacking of a list or "
                                 "tuple argument for a differentiated (wrt) argument only")
         for n in ast.walk(target):
             if isinstance(n, ast.Name):
-                self.scope[n.id] = value             # never read: the code raised before
+                host.scope[n.id] = value             # never read: the code raised before
 
-    def _raise_at_run_time(self, node: ast.AST, message: str) -> None:
+    def raise_at_run_time(self, node: ast.AST, message: str) -> None:
+        host = self.host
         raise_ = ast.Raise(ast.Call(ast.Name("NotCompiled", ast.Load()), [ast.Constant(message)],
                                     []), None)
         for n in ast.walk(raise_):
             ast.copy_location(n, node)
-        self.emit(Stmt(None, "effect", params={"defines": {"NotCompiled": NotCompiled}},
+        host.emit(Stmt(None, "effect", params={"defines": {"NotCompiled": NotCompiled}},
                        expr=raise_, uses=()))
 
     def _fold_indices(self, st: ast.stmt, name: str, value: int) -> ast.stmt:
         """A copy of ``st`` in which an index of a structure computed from the loop
         variable (``layers[i + 1]``) is the constant it is in this copy of the body."""
+        host = self.host
         st = copy.deepcopy(st)
         for n in walk([st]):
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
-                    isinstance(self.scope.get(n.value.id), (Tree, Pack)) and \
+                    isinstance(host.scope.get(n.value.id), (Tree, Pack)) and \
                     name in read([n.slice]):
                 key = self._known_int(n.slice)
                 if key is not None:
@@ -109,16 +147,17 @@ class Iteration:
     def _sequence(self, node: ast.expr) -> tuple[list, bool] | None:
         """The items of an iterable known when compiling, and whether one of them is a
         structure (a tuple or tree, which a loop counter cannot index)."""
+        host = self.host
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id not in self.scope:
+                node.func.id not in host.scope:
             return self._call_sequence(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in ("keys", "values", "items") and not node.args:
-            base = self._peek(node.func.value)
+            base = host.statics.peek(node.func.value)
             if isinstance(base, Tree) and base.kind == "dict":
                 return self._dict_items(base, node.func.attr, node)
             return None
-        value = self._peek(node)
+        value = host.statics.peek(node)
         if isinstance(value, Tree) and value.kind == "dict":
             return self._dict_items(value, "keys", node)
         if isinstance(value, Tree):
@@ -166,11 +205,12 @@ class Iteration:
 
     def _sorted_dict(self, node: ast.expr) -> tuple[list, bool] | None:
         """``sorted(d)``, ``sorted(d.keys())`` or ``sorted(d.items())`` of a dict argument."""
+        host = self.host
         kind = "keys"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in ("keys", "items") and not node.args and not node.keywords:
             kind, node = node.func.attr, node.func.value
-        tree = self._peek(node)
+        tree = host.statics.peek(node)
         if not (isinstance(tree, Tree) and tree.kind == "dict"):
             return None
         try:
@@ -194,34 +234,25 @@ class Iteration:
         return [Pack([Const(k), tree.children[k]]) for k in keys], True
 
     def _unordered(self, node: ast.AST) -> Exception:
-        return self.error("a loop over a dict argument runs in its insertion order, which "
+        host = self.host
+        return host.error("a loop over a dict argument runs in its insertion order, which "
                           "srcgrad does not follow (it orders pytree keys); iterate "
                           "sorted(d), sorted(d.keys()) or sorted(d.items())", node)
-
-    def _peek(self, node: ast.expr) -> Any:
-        """The compile-time value of a name, or of constant subscripts of a structure,
-        without emitting anything (None when it is not one of those)."""
-        if isinstance(node, ast.Name):
-            return self.scope.get(node.id)
-        if isinstance(node, ast.Subscript) and _literal(node.slice):
-            base = self._peek(node.value)
-            if isinstance(base, (Tree, Pack)):
-                return self.expr(node)
-        return None
 
     def _known_int(self, node: ast.expr) -> int | None:
         """An integer known when compiling: a constant, a name bound to one, ``len`` of a
         structure, and sums, differences and products of those."""
+        host = self.host
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
         if isinstance(node, ast.Name):
-            value = self.scope.get(node.id)
+            value = host.scope.get(node.id)
             return value.value if isinstance(value, Const) and type(value.value) is int \
                 else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "len" and node.func.id not in self.scope and \
+                node.func.id == "len" and node.func.id not in host.scope and \
                 len(node.args) == 1 and not node.keywords:
-            value = self._peek(node.args[0])
+            value = host.statics.peek(node.args[0])
             if isinstance(value, Tree):
                 return len(value.children)
             return len(value.items) if isinstance(value, Pack) else None
@@ -239,8 +270,9 @@ class Iteration:
     def _indexes_structure(self, s: ast.For) -> bool:
         """Whether the body indexes, by the loop variable, a structure a counter cannot
         index at run time (a pytree or literal holding tuples or trees, or a dict)."""
+        host = self.host
         targets = {n.id for n in ast.walk(s.target) if isinstance(n, ast.Name)}
-        if any(isinstance(self.scope.get(n), Local) for n in assigned(s.body)):
+        if any(isinstance(host.scope.get(n), Local) for n in assigned(s.body)):
             return True                    # a dict changed by the body: keys stay known
         grown = True
         while grown:                       # name = f'W{i}'; params[name]: read through names
@@ -253,7 +285,7 @@ class Iteration:
         for n in walk(s.body):
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
                     read([n.slice]) & targets:
-                value = self.scope.get(n.value.id)
+                value = host.scope.get(n.value.id)
                 if isinstance(value, Tree) and (value.kind == "dict" or not all(
                         isinstance(v, Var) for v in value.children.values())):
                     return True
@@ -267,6 +299,7 @@ class Iteration:
         """The iterable evaluated once, before the loop, as Python does: anything but a name
         or ``range``/``enumerate``/``zip``/``reversed`` of such is bound to a temporary, and so
         is a name the loop binds anew (``for r in x: x = x + r`` iterates the first ``x``)."""
+        host = self.host
         if isinstance(node, ast.Name) and node.id not in rebound:
             return node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
@@ -282,62 +315,25 @@ class Iteration:
             new.args = [a if isinstance(a, ast.Constant) else self.hoist_iterable(a, rebound)
                         for a in node.args]          # enumerate(xs, 1): a constant start
             return new
-        name = self.fresh_internal("sequence")
+        name = host.fresh_internal("sequence")
         bind = ast.Assign([ast.Name(name, ast.Store())], node)
         for n in ast.walk(bind):
             ast.copy_location(n, node)
-        self.statement(bind)
+        host.statement(bind)
         return ast.copy_location(ast.Name(name, ast.Load()), node)
 
-    def _iteration(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
-        """Statements that bind the loop target from the counter, and the trip expression."""
-        it = s.iter
-        k = ast.Name(counter, ast.Load())
-
-        def assign(target: ast.expr, value: ast.expr) -> ast.stmt:
-            st = ast.Assign([copy.deepcopy(target)], value)
-            for n in ast.walk(st):
-                ast.copy_location(n, s)
-            return st
-
-        def sequence(node: ast.expr) -> tuple[list[ast.expr], Any]:
-            """Element expressions (by the counter) and the length of an iterable."""
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                if node.func.id == "range" and not node.keywords:
-                    start, stop, step = _range_args(node.args)
-                    value: ast.expr = k
-                    if not (isinstance(step, ast.Constant) and step.value == 1):
-                        value = ast.BinOp(value, ast.Mult(), step)
-                    if not (isinstance(start, ast.Constant) and start.value == 0):
-                        value = ast.BinOp(start, ast.Add(), value)
-                    return [value], ("range", start, stop, step)
-                if node.func.id == "enumerate" and len(node.args) in (1, 2):
-                    inner, length = sequence(node.args[0])
-                    index = k if len(node.args) == 1 else ast.BinOp(
-                        copy.deepcopy(node.args[1]), ast.Add(), k)      # enumerate(xs, 1)
-                    return [ast.Tuple([index, inner[0]], ast.Load())], length
-                if node.func.id == "reversed" and len(node.args) == 1 and not (
-                        isinstance(node.args[0], ast.Call) and isinstance(
-                            node.args[0].func, ast.Name) and node.args[0].func.id in (
-                            "enumerate", "zip")):
-                    back = ast.BinOp(ast.Constant(-1), ast.Sub(), k)     # xs[-1 - k]
-                    return ([ast.Subscript(copy.deepcopy(node.args[0]), back, ast.Load())],
-                            ("len", node.args[0]))
-                if node.func.id == "zip" and node.args:
-                    parts = [sequence(a) for a in node.args]
-                    return ([ast.Tuple([p[0][0] for p in parts], ast.Load())],
-                            ("min", [p[1] for p in parts]))
-            return [ast.Subscript(copy.deepcopy(node), k, ast.Load())], ("len", node)
-
-        values, length = sequence(it)
-        return [assign(s.target, values[0])], self._trip(length, s)
+    def binding(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
+        """Statements that bind the loop target from the counter, and the trip count."""
+        bind, length = target_binding(s, counter)
+        return [bind], self._trip(length, s)
 
     def _trip(self, length: Any, node: ast.AST) -> Var:
         """The number of iterations, computed before the loop as a static value."""
-        expr = _trip_expr(length)
+        host = self.host
+        expr = trip_expr(length)
         for n in ast.walk(expr):
             ast.copy_location(n, node)
-        return self.static_expr(expr, hint="trips")
+        return host.statics.static_expr(expr, hint="trips")
 
 
 def rebound(nodes: list[ast.AST]) -> set[str]:
@@ -360,30 +356,3 @@ def _dict_loop(node: ast.expr) -> bool:
         return any(_dict_loop(a) for a in node.args)
     return isinstance(func, ast.Name) and func.id == "sorted" and len(node.args) == 1 and (
         isinstance(node.args[0], ast.Name) or _dict_loop(node.args[0]))
-
-
-def _literal(node: ast.expr) -> bool:
-    """An index made of constants only (``0``, ``-1``, ``1:``, ``'w'``)."""
-    return all(isinstance(n, (ast.Constant, ast.Slice, ast.UnaryOp, ast.USub, ast.Tuple,
-                              ast.Load)) for n in ast.walk(node))
-
-
-def _range_args(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:
-    if len(args) == 1:
-        return ast.Constant(0), args[0], ast.Constant(1)
-    if len(args) == 2:
-        return args[0], args[1], ast.Constant(1)
-    return args[0], args[1], args[2]
-
-
-def _trip_expr(length: Any) -> ast.expr:
-    kind = length[0]
-    if kind == "range":
-        _, start, stop, step = length
-        args = [stop] if (isinstance(start, ast.Constant) and start.value == 0 and isinstance(
-            step, ast.Constant) and step.value == 1) else [start, stop, step]
-        return ast.Call(ast.Name("len", ast.Load()), [ast.Call(
-            ast.Name("range", ast.Load()), args, [])], [])
-    if kind == "len":
-        return ast.Call(ast.Name("len", ast.Load()), [copy.deepcopy(length[1])], [])
-    return ast.Call(ast.Name("min", ast.Load()), [_trip_expr(p) for p in length[1]], [])

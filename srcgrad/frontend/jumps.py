@@ -14,7 +14,7 @@ from collections.abc import Callable
 from srcgrad.errors import CompileError, describe
 from srcgrad.frontend.scopes import own_statements, walk
 
-__all__ = ["Jumps"]
+__all__ = ["Jumps", "placeholders"]
 
 
 class Jumps:
@@ -150,3 +150,16 @@ class Jumps:
             if isinstance(n, ast.Return):
                 raise self.error(f"srcgrad cannot compile {describe(n)} inside a branch or "
                                  "loop yet", n)
+
+
+def placeholders(names: list[str], lists: list[bool], node: ast.AST) -> list[ast.stmt]:
+    """``name = 0.0`` (``[]`` for a list) on the path that has jumped: a value nothing
+    reads, so that the names the guarded code assigns are defined on both paths."""
+    out = []
+    for name, is_list in zip(names, lists):
+        value = ast.List([], ast.Load()) if is_list else ast.Constant(0.0)
+        st = ast.Assign([ast.Name(name, ast.Store())], value)
+        for n in ast.walk(st):
+            ast.copy_location(n, node)
+        out.append(st)
+    return out

@@ -9,7 +9,9 @@ statements; calls to other user functions become ``call`` statements.  Anything 
 from __future__ import annotations
 
 import ast
+import contextlib
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from srcgrad.errors import CompileError, describe
@@ -17,26 +19,40 @@ from srcgrad.frontend.aliases import Aliases
 from srcgrad.frontend.assignments import Assignments
 from srcgrad.frontend.calls import Calls
 from srcgrad.frontend.control import ControlFlow
-from srcgrad.frontend.expressions import Closure, Expressions, Pack, Tree
+from srcgrad.frontend.dicts import Dicts
+from srcgrad.frontend.effects import Effects
 from srcgrad.frontend.inline import _free_names, closure_reads, define
+from srcgrad.frontend.iteration import Iteration
 from srcgrad.frontend.jumps import Jumps
-from srcgrad.frontend.list_operands import ListOperands
-from srcgrad.frontend.lists import Lists, is_append
+from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.operators import Operators
+from srcgrad.frontend.parameters import Parameters
 from srcgrad.frontend.parse import Env, Source, Taken, parse_function
-from srcgrad.frontend.scope_index import Scope, held_vars
+from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.scope_index import Scope, held_vars, literal_items
 from srcgrad.frontend.scopes import bound, exposed_suffixes
 from srcgrad.frontend.sharing import Sharing
+from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.subscripts import Subscripts
 from srcgrad.frontend.tables import constructs as T
-from srcgrad.ir import Const, Function, Stmt, Var, fresh_name
+from srcgrad.frontend.user_calls import UserCalls
+from srcgrad.ir import Closure, Const, Function, Pack, Stmt, Tree, Var, fresh_name
 
 __all__ = ["lower", "Lowerer", "Pack", "Tree"]
 
 
-class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls):
-    """Lowers one function (or one block of it); the mixins lower expressions, calls,
-    control flow and lists.  It holds ``aliases`` (the links between variables that may
-    share storage), ``sharing`` (the same across blocks and calls) and ``jumps`` (the
-    rewriting of ``break``, ``continue`` and early ``return``)."""
+class Lowerer:
+    """Lowers one function (or one block of it): its statements, and its expressions by kind.
+    The rest is done by the parts it holds, each given the lowerer (weakly) as its host and
+    reading of it only what its module's ``Host`` protocol names: ``prims`` (NumPy calls and
+    primitives), ``statics`` (values printed as plain Python), ``aliases`` and ``sharing``
+    (which variables may share storage), ``jumps``, ``parameters``, ``assignments``,
+    ``effects``, ``lists``, ``dicts``, ``operators``, ``subscripts``, ``calls``,
+    ``user_calls``, ``control`` (branches and loops) and ``iteration``."""
+
+    PARTS = (Primitives, Statics, Aliases, Sharing, Jumps, Parameters, Assignments, Effects,
+             Lists, Dicts, Subscripts, Operators, Calls, UserCalls, ControlFlow, Iteration)
+    """The classes of the objects it holds (read by :mod:`srcgrad.frontend.tables.surface`)."""
 
     def __init__(self, src: Source, env: Env, reserved: set[str],
                  trees: dict[int, Any] | None = None, result_name: str | None = None) -> None:
@@ -55,17 +71,32 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
         self.free: dict[str, Any] = {}
         self.global_aliases: dict[str, str] = {}   # a user global -> its name in the module
         self.inline: set[str] = set()
-        self.lists: set[str] = set()          # names of Python lists built at run time
-        self.list_names: set[str] = set()     # parameters (user names) that are such lists
-        self.rebuild: dict[str, tuple] = {}   # a pytree read by a block: its leaves' params
+        self.runtime_lists: set[str] = set()  # names of Python lists built at run time
+        self.param_names: set[str] = set()
+        self.in_block = False                 # a branch or loop body, lowered as a function
+        self.closure_stack: list[ast.AST] = []    # closures being lowered in place
+        self.inlining: list[Any] = []             # helpers being lowered in place
         self.consumed: dict[str, tuple[int, str]] = {}   # changed in place: (line, what)
         self.assigning: set[str] = set()      # names the statement being lowered assigns
         self.wrt_users: frozenset[str] = frozenset()   # user names of differentiated params
         self.line = src.node.lineno
         self.text = ""
         me = weakref.proxy(self)    # what it holds refers back weakly: freed with it, no cycle
+        self.prims = Primitives(me)
+        self.statics = Statics(me)
         self.aliases = Aliases(me, self.body, self.source_names)
         self.sharing = Sharing(self.aliases, me, lambda callee: me.lower_callee(callee))
+        self.parameters = Parameters(me)
+        self.assignments = Assignments(me)
+        self.effects = Effects(me)
+        self.lists = Lists(me)
+        self.dicts = Dicts(me)
+        self.subscripts = Subscripts(me)
+        self.calls = Calls(me)
+        self.operators = Operators(me)
+        self.user_calls = UserCalls(me)
+        self.iteration = Iteration(me)
+        self.control = ControlFlow(me)
         self.jumps = Jumps(lambda base: me.fresh_internal(base),
                            lambda message, node: me.error(message, node))
 
@@ -87,7 +118,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
         return type(self)(parse_function(callee), Env(callee), self.reserved).lower_function()
 
     def emit(self, stmt: Stmt) -> Var:
-        self.check_fresh(stmt)
+        self.sharing.check_fresh(stmt)
         if stmt.kind in ("static", "effect"):
             self.aliases.refuse_writing_code(stmt)
         stmt.line, stmt.text = self.line, self.text
@@ -99,37 +130,139 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
             self.sharing.block_links(stmt)
         return Var(stmt.target) if stmt.target else None
 
+    def block_lowerer(self, src: Source) -> Lowerer:
+        """A lowerer of this one's kind for a block of this function (a branch, a loop body,
+        a ``while`` test): it shares the globals' names, the jump flags and the recursion seen
+        so far."""
+        child = type(self)(src, self.env, set(self.reserved), result_name="out")
+        child.jumps.flags |= self.jumps.flags
+        child.treeless = self.treeless
+        child.wrt_users = self.wrt_users          # a dict argument's code comes at the call
+        child.closure_stack, child.inlining = self.closure_stack, self.inlining   # recursion
+        child.global_aliases = self.global_aliases   # a global has one name in the module
+        return child
+
+    # -------------------------------------------------------------------- expressions
+    def expr(self, node: ast.expr) -> Any:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"srcgrad cannot compile {describe(node)} yet", node)
+        return method(node)
+
+    def expr_Lambda(self, node: ast.Lambda) -> Closure:
+        return Closure(node)
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        return self.control.if_expression(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Const:
+        return Const(node.value)
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        if node.id in self.scope:
+            return self.scope[node.id]
+        try:
+            value = self.env.resolve(node.id)
+        except Exception:
+            raise self.error(f"name {node.id!r} is not defined", node) from None
+        alias = self.statics.global_name(node.id, value, node)
+        return T.constant(value, ast.Name(alias, ast.Load()))
+
+    def expr_Tuple(self, node: ast.Tuple) -> Pack:
+        return Pack([self.expr(e) for e in node.elts])
+
+    def expr_List(self, node: ast.List) -> Pack:
+        return Pack([self.expr(e) for e in node.elts], is_list=True)
+
+    def expr_ListComp(self, node: ast.ListComp) -> Var:
+        return self.lists.comprehension(node)
+
+    expr_GeneratorExp = expr_ListComp
+    expr_DictComp = expr_ListComp
+
+    def expr_Dict(self, node: ast.Dict) -> Any:
+        return self.dicts.literal(node)
+
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        return self.dicts.text(node)
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        return self.calls.lower(node)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        return self.subscripts.read(node)
+
+    def expr_Slice(self, node: ast.Slice) -> Any:
+        return self.subscripts.slice_value(node)
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        return self.operators.attribute(node)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.operators.binop(node.op, node.left, node.right, node)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        return self.operators.unary(node)
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        return self.operators.compare(node)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        return self.operators.bool_op(node)
+
+    # ------------------------------------------------------------------------- liveness
+    def live_after(self) -> set[str]:
+        """The names read after the statement being lowered."""
+        return self._live[-1] if self._live else set()
+
+    @contextlib.contextmanager
+    def live_as(self, names: set[str]) -> Iterator[None]:
+        """While lowering inside it, ``names`` are those read after the statement."""
+        self._live.append(names)
+        try:
+            yield
+        finally:
+            self._live.pop()
+
+    @contextlib.contextmanager
+    def body_of(self, scope: dict[str, Any], result_name: str, src: Source | None = None,
+                env: Env | None = None) -> Iterator[None]:
+        """While lowering inside it, the body of a function lowered in place (a helper, a
+        nested ``def``): its names, its result's name and (a helper's) source and globals;
+        all those, and the liveness, line and text, are the caller's again after it."""
+        saved = (self.src, self.env, self.scope, self.result_name, self._live, self.line,
+                 self.text)
+        self.src, self.env = src or self.src, env or self.env
+        self.scope, self.result_name, self._live = scope, result_name, []
+        try:
+            yield
+        finally:
+            (self.src, self.env, self.scope, self.result_name, self._live, self.line,
+             self.text) = saved
+
+    # -------------------------------------------------------------------------- writes
+    def consume(self, old: Var, line: int, what: str) -> None:
+        """``old`` was changed in place: later reads of it would diverge from Python, and so
+        would a list or tuple built at run time that holds it."""
+        st = self.aliases.first_holder(old.name)
+        if st is not None:
+            user = self.source_names.get(old.name, old.name)
+            raise self.error(
+                f"{user!r} is changed in place after it was put in a list or tuple (line "
+                f"{st.line}); in NumPy the change shows through the list too, which "
+                "srcgrad does not follow: put a copy in the list", self.node_of_line())
+        self.consumed[old.name] = (line, what)
+
+    def node_of_line(self) -> ast.AST:
+        node = ast.Pass()
+        node.lineno, node.col_offset = self.line, 0
+        node.end_lineno, node.end_col_offset = self.line, 0
+        return node
+
     # --------------------------------------------------------------------- statements
     def lower_function(self) -> Function:
         node = self.src.node
-        args = node.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self.error("srcgrad compiles functions with plain positional parameters "
-                             "(no *args, **kwargs or keyword-only parameters)", node)
-        params = []
-        for a in args.args:
-            name = self.fresh(a.arg)
-            self.scope[a.arg] = Var(name)
-            self.source_names[name] = a.arg
-            params.append(name)
-            if a.arg in getattr(self, "static_params", ()):    # a loop's integer counter
-                self.static.add(name)
-            if a.arg in self.list_names:
-                self.lists.add(name)
-        self.param_names = set(params)
-        self.scope.update(getattr(self, "closures", {}))   # closures a block calls
-        for user, (tree, leaves) in self.rebuild.items():   # from the leaves passed in
-            self.scope[user] = tree.with_leaves({path: self.scope[arg] for path, arg in leaves})
-        for position, structure in self.trees.items():
-            user = args.args[position].arg
-            kind = getattr(structure[0], "__name__", structure[0])
-            self.line, self.text = node.lineno, f"{user} (a {kind})"
-            tree = self.tree(Var(params[position]), structure, user, ())
-            tree.root = Var(params[position])
-            self.scope[user] = self.leaves[params[position]] = tree
-        defaults = {}
-        for a, d in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
-            defaults[a.arg] = d
+        params, defaults = self.parameters.bind()
         if isinstance(node, ast.Lambda):
             self.line, self.text = node.lineno, self.src.text(node.body)
             result = self.materialize(self.expr(node.body), self.src.name)
@@ -139,11 +272,8 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
                       node.lineno, defaults, self.source_names, self.used, self.free,
                       self.inline, self.leaves)
         fn.flags = {ssa for ssa, user in self.source_names.items() if user in self.jumps.flags}
-        fn.lists = set(self.lists)
-        fn.mutates = {p for p in params if p in self.consumed}
-        fn.mutates |= {p for p, tree in self.leaves.items()
-                       if any(v.name in self.consumed for _, v in tree.leaves())}
-        self.sharing.result_sharing(fn)
+        fn.lists = set(self.runtime_lists)
+        self.sharing.result_sharing(fn)        # what it shares, what it writes into
         return fn
 
     def block(self, stmts: list[ast.stmt], structure: bool = False) -> Any:
@@ -164,11 +294,11 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
                 value = self.expr(s.value)
                 if not (structure and isinstance(value, (Pack, Tree))):
                     value = self.materialize(value, self.result_name)
-                elif any(isinstance(v, Closure) for v in _items(value)):
+                elif any(isinstance(v, Closure) for v in literal_items(value)):
                     self.materialize(value, self.result_name)       # refused: a lambda
                 for var in held_vars(value):
                     if var.name in self.consumed:
-                        self.check_fresh(Stmt(None, "effect", args=[var]))
+                        self.sharing.check_fresh(Stmt(None, "effect", args=[var]))
                 if isinstance(value, Var) and value.name not in self.source_names:
                     value = self.rename_var(value, self.result_name)
                 self._live.pop()
@@ -186,112 +316,27 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
         if isinstance(s, ast.Assign):
             value = self.expr(s.value)
             for target in s.targets:
-                self.assign(target, value)
+                self.assignments.assign(target, value)
                 if isinstance(target, ast.Name):      # ``a = b = v``: one value, two names
                     value = self.scope[target.id]
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
-            self.assign(s.target, self.expr(s.value))
+            self.assignments.assign(s.target, self.expr(s.value))
         elif isinstance(s, ast.AugAssign):
-            self.dict_aug_assign(s) or self.aug_assign(s)     # d['k'] += v, or an array's
+            self.dicts.aug_assign(s) or self.assignments.aug_assign(s)   # d['k'] += v, or x += v
         elif isinstance(s, ast.Expr):
-            if isinstance(s.value, ast.Constant):
-                return                                     # a docstring
-            if is_append(s.value):
-                return self.append(s.value)
-            value = s.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                receiver = self.expr(value.func.value)
-                if self.is_list(receiver):
-                    raise self.error(f"srcgrad compiles a list's .append; list."
-                                     f"{value.func.attr}() is not compiled", value)
-                if isinstance(receiver, Var) and not self.is_static(receiver):
-                    raise self.error(f"srcgrad cannot compile .{value.func.attr}() for its "
-                                     "effect on an array", value)
-            if isinstance(value, ast.Call) and self._is_effect(value):
-                self.effect(s, s.value)                     # print(...)
-            else:
-                self.expr(value)                           # its value is not used
+            self.effects.expression(s)      # xs.append(v), print(...), a docstring, a value
         elif isinstance(s, ast.Assert):
-            self.effect(s, s.test)
+            self.effects.effect(s)
         elif isinstance(s, ast.Pass):
             return
         elif isinstance(s, ast.If):
-            self.if_statement(s)
+            self.control.if_statement(s)
         elif isinstance(s, ast.For):
-            self.for_statement(s)
+            self.control.for_statement(s)
         elif isinstance(s, ast.While):
-            self.while_statement(s)
+            self.control.while_statement(s)
         else:
             raise self.error(f"srcgrad cannot compile {describe(s)} yet", s)
-
-    def _is_effect(self, call: ast.Call) -> bool:
-        try:
-            fn = self.expr(call.func) if not isinstance(call.func, ast.Attribute) or \
-                not isinstance(self.expr(call.func.value), Var) else None
-        except CompileError:
-            return False
-        return isinstance(fn, Const) and _hashable(fn.value) and fn.value in T.EFFECTS
-
-    def effect(self, s: ast.stmt, value: ast.expr) -> None:
-        expr, uses = self.rename(s)
-        self.emit(Stmt(None, "effect", expr=expr, uses=uses))
-
-    def assign(self, target: ast.expr, value: Any) -> None:
-        if self.dict_store(target, value):             # d['k'] = v, d['a']['b'] = v
-            return
-        if isinstance(target, ast.Name):
-            if isinstance(value, Var) and value.name not in self.source_names and \
-                    any(st.target == value.name for st in reversed(self.body)):
-                value = self.rename_var(value, target.id)
-            self.scope[target.id] = value
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            if any(isinstance(e, ast.Starred) for e in target.elts):
-                return self.starred_assign(target, value)
-            items = list(self.unpack(value, len(target.elts), target))
-            for k, t in enumerate(target.elts):
-                item = items[k]
-                self.assign(t, item)
-                now = self.scope.get(t.id) if isinstance(t, ast.Name) else None
-                if isinstance(item, Var) and isinstance(now, Var) and now.name != item.name:
-                    # renamed for the user's name (``y, y = y, y``): so are the other items
-                    items = [now if isinstance(v, Var) and v.name == item.name else v
-                             for v in items]
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            base = self.expr(target.value)
-            if isinstance(base, Pack) and base.is_list:
-                key = self.expr(target.slice)
-                if isinstance(key, Const) and isinstance(key.value, int) and \
-                        -len(base.items) <= key.value < len(base.items):
-                    base.items[key.value] = self.materialize(value, "item")
-                    return
-            if self.is_list(base):
-                raise self.error("srcgrad cannot compile assigning to an element of a list "
-                                 "built at run time; build it with append", target)
-            self.assign(target.value, self.subscript_write(target, value))
-        elif isinstance(target, ast.Subscript):          # y[0][1] = v, p["a"][0] = v
-            base = self.expr(target.value)
-            if not isinstance(base, Var) or self.is_list(base):
-                raise self.error("srcgrad compiles subscript writes into arrays", target)
-            index = self.index_param(target.slice)
-            new = self.prim(T.lookup("index_put"), [base, self.materialize(value, "t")],
-                            {"index": index}, f"{base.name}_set", target)
-            self.aliases.write_through("", base, new, target)   # every name of it sees the write
-        else:
-            raise self.error(f"srcgrad cannot compile an assignment to "
-                             f"{describe(target).lower()}", target)
-
-    def subscript_write(self, target: ast.Subscript, value: Any) -> Var:
-        """``y[i] = v`` as ``y = index_put(y, v, index=i)``: a new array, so that no array
-        the caller passed is ever changed (and the adjoint can see the old one)."""
-        base = self.expr(target.value)
-        if not isinstance(base, Var):
-            raise self.error("srcgrad compiles subscript writes into arrays", target)
-        index = self.index_param(target.slice)
-        value = self.materialize(value, "t")
-        new = self.prim(T.lookup("index_put"), [base, value], {"index": index},
-                        f"{base.name}_set", target)
-        self.aliases.write_through(target.value.id, base, new, target)
-        return new
 
     def rename_var(self, var: Var, user_name: str) -> Var:
         """Give the statement that made ``var`` the user's name (SSA: ``x``, ``x_1``, …)."""
@@ -303,7 +348,7 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
                 for other in self.body[at:]:             # SSA: only later statements use it
                     _substitute(other, var.name, new)
                 st.target = new
-                for kind in (self.static, self.lists):      # what the value is goes along
+                for kind in (self.static, self.runtime_lists):      # what the value is goes along
                     if var.name in kind:
                         kind.discard(var.name)
                         kind.add(new)
@@ -312,64 +357,18 @@ class Lowerer(ListOperands, ControlFlow, Assignments, Lists, Expressions, Calls)
                 return Var(new)
         return var
 
-    def unpack(self, value: Any, n: int, node: ast.AST) -> list:
-        if isinstance(value, Tree) and value.kind != "dict":
-            value = Pack(list(value.children.values()))
-        if isinstance(value, Pack):
-            if len(value.items) != n:
-                raise self.error(f"cannot unpack {len(value.items)} values into {n}", node)
-            return value.items
-        if isinstance(value, Const):
-            return [Const(v) for v in value.value]
-        if self.is_runtime_list(value):
-            return [self.emit(Stmt(self.fresh(f"{value.name}_item"), "listget", args=[value],
-                                   params={"index": i})) for i in range(n)]
-        static = value.name in self.static
-        made_by = next((st for st in reversed(self.body) if st.target == value.name), None)
-        items = made_by.params.get("returns") if made_by is not None and \
-            made_by.kind == "call" else None
-        if items is not None and items != n:
-            raise self.error(f"cannot unpack {items} values into {n}", node)
-        if made_by is not None and made_by.kind == "call" and items is None:
-            made_by = None                         # a helper returning an array: its rows
-        if not static and (made_by is None or made_by.kind not in ("call", "pack")):
-            # an array: unpacking takes its rows, as NumPy does
-            return [self.prim(T.lookup("getitem"), [value], {"index": i}, f"{value.name}_{i}",
-                              node) for i in range(n)]
-        out = []
-        for i in range(n):
-            name = self.fresh(f"{value.name}_{i}")
-            if static:
-                self.static.add(name)
-            out.append(self.emit(Stmt(name, "unpack", args=[value], params={"index": i})))
-        return out
-
     def materialize(self, value: Any, hint: str) -> Any:
-        self.local_value(value, self.node_of_line())     # a lambda or a dict: refused
+        self.dicts.local_value(value, self.node_of_line())     # a lambda or a dict: refused
         if isinstance(value, Tree):                       # a list argument used whole
-            value = self.tree_pack(value)
+            value = self.subscripts.tree_pack(value)
         if isinstance(value, Pack):
             items = [self.materialize(v, f"{hint}_{i}") for i, v in enumerate(value.items)]
             made = self.emit(Stmt(self.fresh(hint), "pack", args=items,
                                   params={"list": True} if value.is_list else {}))
             if value.is_list:
-                self.lists.add(made.name)
+                self.runtime_lists.add(made.name)
             return made
         return value
-
-
-def _items(pack: Any) -> list:
-    """The items of a list or tuple literal, nested ones flattened (none of a tree's)."""
-    return [] if isinstance(pack, Tree) else [v for item in pack.items
-            for v in (_items(item) if isinstance(item, Pack) else [item])]
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _substitute(stmt: Stmt, old: str, new: str) -> None:

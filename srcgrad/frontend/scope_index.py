@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from srcgrad.frontend.expressions import Pack, Tree
-from srcgrad.ir import Var
+from srcgrad.ir import Pack, Tree, Var
 
-__all__ = ["Scope", "held_vars"]
+__all__ = ["Scope", "held_vars", "literal_items"]
 
 
 def held_vars(value: Any) -> list[Var]:
@@ -26,6 +25,12 @@ def held_vars(value: Any) -> list[Var]:
     if isinstance(value, Tree):
         return [v for _, v in value.leaves()]
     return []
+
+
+def literal_items(pack: Any) -> list:
+    """The items of a list or tuple literal, nested ones flattened (none of a tree's)."""
+    return [] if isinstance(pack, Tree) else [v for item in pack.items
+            for v in (literal_items(item) if isinstance(item, Pack) else [item])]
 
 
 class Scope(dict):

@@ -11,16 +11,24 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from srcgrad.frontend.aliases import Aliases, Host
+from srcgrad.frontend.aliases import Aliases, held
+from srcgrad.frontend.aliases import Host as AliasesHost
 from srcgrad.frontend.scope_index import held_vars
 from srcgrad.ir import Function, Stmt, Var
 
-__all__ = ["Sharing", "written_in_place"]
+__all__ = ["Sharing", "stored_and_written", "written_in_place"]
 
 _CALLEES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # function -> (code, IR)
 _LOWERING: set[int] = set()         # functions being lowered now (recursion)
+
+
+class Host(AliasesHost, Protocol):
+    """What the sharing analysis reads of the lowerer beyond what its ``aliases`` read: the
+    values changed in place so far."""
+
+    consumed: dict[str, tuple[int, str]]   # SSA name -> (line, what) where changed in place
 
 
 class Sharing:
@@ -83,6 +91,23 @@ class Sharing:
         fn.result_params = [{index[r] for r in rs if r in index} for rs in roots]
         fn.result_groups = [{j for j, other in enumerate(roots) if j != i and rs & other}
                             for i, rs in enumerate(roots)]
+        consumed = self.host.consumed                # the arguments it writes into
+        fn.mutates = {p for p in fn.params if p in consumed}
+        fn.mutates |= {p for p, tree in fn.trees.items()
+                       if any(v.name in consumed for _, v in tree.leaves())}
+
+    def check_fresh(self, stmt: Stmt) -> None:
+        """Refuse ``stmt`` if it reads a value changed in place under another name (the two
+        names would diverge from Python's one mutable value)."""
+        host = self.host
+        for name in stmt.reads():
+            if name in host.consumed:
+                line, what = host.consumed[name]
+                user = self.aliases.source_names.get(name, name)
+                raise host.error(
+                    f"{user!r} names {what} that was changed in place at line {line} under "
+                    f"another name; srcgrad does not follow two names for one mutable value "
+                    f"(make a copy, or use one name)", host.node_of_line())
 
     # ---------------------------------------------------------------- blocks and calls
     def callee_ir(self, callee: Any) -> Any:
@@ -182,3 +207,15 @@ def written_in_place(stmts: list[ast.stmt]) -> set[str]:
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             out.add(n.target.id)
     return out
+
+
+def stored_and_written(ir: Any, name: str) -> bool:
+    """Whether a block both writes into the array ``name`` and stores a version of it in a
+    list or tuple (other than the block's own result)."""
+    versions = {p for p in ir.params if ir.source_names.get(p) == name}
+    for st in ir.body:
+        if st.kind == "prim" and st.fn.name == "index_put" and st.args[0].name in versions:
+            versions.add(st.target)
+    result = ir.result.name if isinstance(ir.result, Var) else None
+    return any(isinstance(a, Var) and a.name in versions
+               for st in ir.body if st.target != result for a in held(st))

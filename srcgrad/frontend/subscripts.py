@@ -10,38 +10,73 @@ refused.  Pytree arguments are read leaf by leaf (:meth:`Subscripts.tree`).
 from __future__ import annotations
 
 import ast
-import copy
-from typing import Any
+from typing import Any, Protocol
 
+from srcgrad.errors import CompileError
 from srcgrad.frontend.dicts import Dicts
+from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.statics import Statics, call_form
 from srcgrad.frontend.tables import constructs as T
+from srcgrad.frontend.user_calls import UserCalls
 from srcgrad.ir import Const, Pack, Stmt, Tree, Var
 
-__all__ = ["Subscripts", "call_form"]
+__all__ = ["Subscripts"]
 
 _CONTAINERS = (list, tuple, dict, str, bytes, range)
 """Constants whose subscript only selects (anything else may compute, as ``np.r_`` does)."""
 
 
-class Subscripts(Dicts):
-    """The lowering of subscripts and slices (mixed into the Lowerer, through Expressions)."""
+class Host(Protocol):
+    """What the lowering of subscripts reads of, and asks of, the lowerer that holds it.  The
+    names in scope change as lowering goes on (a helper lowered in place swaps them): they are
+    read here when needed, never kept."""
 
-    def expr_Slice(self, node: ast.Slice) -> Any:
+    scope: dict[str, Any]
+    body: list[Stmt]
+    source_names: dict[str, str]
+    lists: Lists
+    dicts: Dicts
+    user_calls: UserCalls
+    prims: Primitives
+    statics: Statics
+
+    def expr(self, node: ast.expr) -> Any: ...
+
+    def emit(self, stmt: Stmt) -> Var: ...
+
+    def fresh(self, base: str) -> str: ...
+
+    def error(self, message: str, node: ast.AST) -> CompileError: ...
+
+    def node_of_line(self) -> ast.AST: ...
+
+
+class Subscripts:
+    """The lowering of subscripts and slices, and the leaves of pytree arguments; the
+    lowerer's ``subscripts``."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def slice_value(self, node: ast.Slice) -> Any:
         """``a:b:c`` in a subscript of a list or tuple: a constant slice, or a static one."""
-        parts = [self.expr(p) if p is not None else Const(None)
+        host = self.host
+        parts = [host.expr(p) if p is not None else Const(None)
                  for p in (node.lower, node.upper, node.step)]
         if all(isinstance(p, Const) for p in parts):
             return Const(slice(*(p.value for p in parts)))
-        if any(self.carries(p) for p in parts):
-            raise self.error("a slice bound that carries a gradient is not compiled", node)
-        return self.static_expr(call_form(node), hint="part")
+        if any(host.prims.carries(p) for p in parts):
+            raise host.error("a slice bound that carries a gradient is not compiled", node)
+        return host.statics.static_expr(call_form(node), hint="part")
 
     def tree(self, root: Var, structure: Any, hint: str, path: tuple) -> Any:
         """Leaf variables for a pytree argument, each read once at the top of the function."""
+        host = self.host
         if structure is None:
-            name = self.fresh(hint)
-            self.source_names[name] = hint
-            return self.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
+            name = host.fresh(hint)
+            host.source_names[name] = hint
+            return host.emit(Stmt(name, "leaf", args=[root], params={"path": path}))
         kind, keys, children = structure[:3]          # a dict's insertion order: [3]
         keys = keys if keys is not None else list(range(len(children)))
         out = {}
@@ -57,19 +92,21 @@ class Subscripts(Dicts):
         """A list or tuple argument used whole where a value is expected (``np.polyval(c,
         x)``, ``sum(lst, start)``, ``V @ c``): the literal of its leaves, which NumPy reads
         as ``np.asarray`` of it.  A dict has no array value: refused."""
+        host = self.host
         if tree.kind == "dict":
-            raise self.error("a dict argument is used whole as a value here; srcgrad compiles "
+            raise host.error("a dict argument is used whole as a value here; srcgrad compiles "
                              "reads of its items (p['k']) and loops over p.values()/p.items()",
-                             self.node_of_line())
+                             host.node_of_line())
         return Pack([self.tree_pack(v) if isinstance(v, Tree) else v
                      for v in tree.children.values()], is_list=tree.kind is list)
 
-    def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.expr(node.value)
+    def read(self, node: ast.Subscript) -> Any:
+        host = self.host
+        base = host.expr(node.value)
         if isinstance(base, Tree) and base.kind == "dict":
-            return self.dict_read(base, node)
+            return host.dicts.read(base, node)
         if isinstance(base, Tree):
-            key = self.expr(node.slice)
+            key = host.expr(node.slice)
             items = list(base.children.values())
             if isinstance(key, Const) and base.kind != "dict":   # a list or tuple argument
                 if isinstance(key.value, slice):
@@ -77,80 +114,57 @@ class Subscripts(Dicts):
                 if isinstance(key.value, int) and -len(items) <= key.value < len(items):
                     return items[key.value]
             if all(isinstance(v, Var) for v in items):
-                return self.list_item(Pack(items, is_list=True), node)   # xs[t] in a loop
-            raise self.error("this list or tuple holds lists, tuples or dicts, and is indexed "
+                return host.lists.item(Pack(items, is_list=True), node)   # xs[t] in a loop
+            raise host.error("this list or tuple holds lists, tuples or dicts, and is indexed "
                              "by a value known only when the code runs; srcgrad compiles "
                              "such an index when it is a constant, or the index of a loop it "
                              "unrolls (a range of known length)", node.slice)
         if isinstance(base, Pack):
-            key = self.expr(node.slice)
+            key = host.expr(node.slice)
             if isinstance(key, Const) and isinstance(key.value, int):
                 if not -len(base.items) <= key.value < len(base.items):
-                    raise self.error(f"index {key.value} is out of range for "
+                    raise host.error(f"index {key.value} is out of range for "
                                      f"{len(base.items)} items", node.slice)
                 return base.items[key.value]
             if isinstance(key, Const) and isinstance(key.value, slice):
                 return Pack(base.items[key.value], base.is_list)
-            return self.list_item(base, node)
-        if self.is_runtime_list(base):
-            return self.list_item(base, node)
-        items = self.tuple_items(base)
+            return host.lists.item(base, node)
+        if host.lists.is_runtime_list(base):
+            return host.lists.item(base, node)
+        items = host.user_calls.tuple_items(base)
         if items is not None:                      # t = helper(x); t[0]
             try:
                 key = Const(ast.literal_eval(node.slice))
             except (ValueError, SyntaxError, TypeError):
-                key = self.expr(node.slice)
+                key = host.expr(node.slice)
             if not (isinstance(key, Const) and type(key.value) is int
                     and -items <= key.value < items):
-                raise self.error("a tuple returned by a helper is indexed by a constant in "
+                raise host.error("a tuple returned by a helper is indexed by a constant in "
                                  "range here", node.slice)
-            part = self.fresh(f"{base.name}_{key.value % items}")
-            return self.emit(Stmt(part, "unpack", args=[base],
+            part = host.fresh(f"{base.name}_{key.value % items}")
+            return host.emit(Stmt(part, "unpack", args=[base],
                                   params={"index": key.value % items}))
         if isinstance(base, Const) and not isinstance(base.value, _CONTAINERS) and \
                 self.key_carries(node.slice):
-            raise self.error(f"{ast.unparse(node.value)}[...] of values that carry a gradient "
+            raise host.error(f"{ast.unparse(node.value)}[...] of values that carry a gradient "
                              "is not compiled (use np.concatenate or np.stack)", node)
-        if self.is_static(base):
-            return self.static_expr(node)
-        index = self.index_param(node.slice)
-        return self.prim(T.lookup("getitem"), [base], {"index": index},
-                         f"{base.name if isinstance(base, Var) else 'item'}_at", node)
+        if host.statics.is_static(base):
+            return host.statics.static_expr(node)
+        index = host.statics.index_param(node.slice)
+        return host.prims.prim(T.lookup("getitem"), [base], {"index": index},
+                               f"{base.name if isinstance(base, Var) else 'item'}_at", node)
 
     def key_carries(self, key: ast.expr) -> bool:
         """Whether an index expression may carry a gradient (``np.r_[a, b]``)."""
-        mark = len(self.body)
+        host = self.host
+        mark = len(host.body)
         try:
             parts = key.elts if isinstance(key, ast.Tuple) else [key]
-            return any(self.carries(self.expr(p)) for p in parts
+            return any(host.prims.carries(host.expr(p)) for p in parts
                        if not isinstance(p, ast.Slice))
         except Exception:  # noqa: BLE001 - judged by the names it reads instead
-            return any(self.carries(self.scope[n.id]) for n in ast.walk(key)
-                       if isinstance(n, ast.Name) and n.id in self.scope)
+            return any(host.prims.carries(host.scope[n.id]) for n in ast.walk(key)
+                       if isinstance(n, ast.Name) and n.id in host.scope)
         finally:
-            del self.body[mark:]
+            del host.body[mark:]
 
-    def index_param(self, node: ast.expr) -> Any:
-        """An index as a static parameter: a Python value, or a Var of a runtime index."""
-        written = call_form(node)
-        if all(n.id == "slice" for n in ast.walk(written) if isinstance(n, ast.Name)):
-            try:
-                tree = ast.fix_missing_locations(ast.Expression(written))
-                return eval(compile(tree, "<index>", "eval"),
-                            {"slice": slice, "__builtins__": {}})
-            except Exception:  # noqa: BLE001 - not a literal after all
-                pass
-        index = self.static_expr(written, hint="index")
-        self.inline.add(index.name)
-        return index
-
-
-def call_form(node: ast.expr) -> ast.expr:
-    """An index with its slices written as ``slice(...)`` calls: a plain expression."""
-    class Slices(ast.NodeTransformer):
-        def visit_Slice(self, s: ast.Slice) -> ast.AST:
-            parts = [s.lower, s.upper, s.step]
-            return ast.Call(ast.Name("slice", ast.Load()),
-                            [self.visit(p) if p is not None else ast.Constant(None)
-                             for p in parts], [])
-    return Slices().visit(copy.deepcopy(node))

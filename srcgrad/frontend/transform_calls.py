@@ -31,7 +31,7 @@ def lower_transform_call(lowerer: Any, f: Any, node: ast.Call) -> Any:
         except CompileError as exc:
             raise lowerer.error(str(exc), node) from None
         args = [lowerer.expr(a) for a in node.args]
-        if any(isinstance(a, (Pack, Tree)) or lowerer.is_runtime_list(a) for a in args):
+        if any(isinstance(a, (Pack, Tree)) or lowerer.lists.is_runtime_list(a) for a in args):
             raise lowerer.error(f"{qualname(f)}(...) inside a compiled function is compiled "
                                 "for array and float arguments, not lists, tuples or dicts",
                                 node)
@@ -39,7 +39,7 @@ def lower_transform_call(lowerer: Any, f: Any, node: ast.Call) -> Any:
             raise lowerer.error(f"{qualname(f)} takes {prim.nin} argument(s) here, "
                                 f"not {len(args)}", node)
         label = node.func.id if isinstance(node.func, ast.Name) else prim.name
-        return lowerer.prim(prim, args, {}, f"{label}_out", node)
+        return lowerer.prims.prim(prim, args, {}, f"{label}_out", node)
     jvp_of = getattr(f, "jvp_of", None)               # srcgrad.jvp, or a jvp transform
     if jvp_of is not None:
         return _jvp_call(lowerer, f, node)
@@ -77,7 +77,7 @@ def _jvp_call(lowerer: Any, f: Any, node: ast.Call) -> Any:
     lowerer.free[name] = function
     call = ast.copy_location(ast.Call(ast.Name(name, ast.Load()),
                                       [*args[0].elts, *args[1].elts], []), node)
-    return lowerer.call(Const(function), call)
+    return lowerer.calls.call(Const(function), call)
 
 
 def _made_here(lowerer: Any, f: Any, node: ast.Call) -> Const:

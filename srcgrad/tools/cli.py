@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND, LIBRARIES, NAMES
+from srcgrad.codegen import DEFAULT_BACKEND, LIBRARIES, NAMES
 from srcgrad.errors import FallbackWarning
 from srcgrad.frontend.tables.scipy_calls import SCIPY_SURFACE
 from srcgrad.frontend.tables.surface import (
@@ -113,7 +113,7 @@ Table = tuple[str, tuple[str, str], list[tuple[str, str]]]
 
 def _tables() -> tuple[list[Table], list[str], dict[str, list[str]], int]:
     """The reference: its tables (title, column names, rows), the random draws, the refused
-    names by reason, and how many names are unclassified (a bug that tests/test_surface.py
+    names by reason, and how many names are unclassified (a bug that tests/structure/test_surface.py
     reports)."""
     entries, missing, _ = classify()
     rows: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
@@ -186,7 +186,8 @@ def supported(markdown: bool = False) -> str:
         lines += [f"### {reason} ({len(names)})", "", _wrap(listed), ""] if md else [
             f"  {reason} ({len(names)}):", _wrap(listed, 4)]
     if missing:
-        lines += [f"{missing} names are not classified (run pytest tests/test_surface.py)"]
+        lines += [f"{missing} names are not classified "
+                  "(run pytest tests/structure/test_surface.py)"]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -9,20 +9,19 @@ the backward pass is itself differentiable.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any
 
 import numpy as np
 
 from srcgrad.build.parts import BUILD_LOCK
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
-from srcgrad.codegen.printer import unparse
+from srcgrad.codegen import DEFAULT_BACKEND, unparse
 from srcgrad.errors import CompileError
 from srcgrad.runtime.eager import forward_ad, grad_mode
 from srcgrad.runtime.eager import tensor as _tensor
 from srcgrad.runtime.eager.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.transforms.base import BaseTransform
 from srcgrad.transforms.grad import Transform
 from srcgrad.transforms.pytree import plain_leaves
 from srcgrad.transforms.safety import PASS_THROUGH, signature
@@ -89,13 +88,13 @@ class CompiledBackward(Node):
         return tuple(result)
 
 
-class Compiled:
-    """A function compiled once, callable on arrays (plain result) or on Tensors (one node)."""
+class Compiled(BaseTransform):
+    """A function compiled once, callable on arrays (plain result) or on Tensors (one node):
+    its vjp ``transform`` (a :class:`Transform`), the eager graph around it."""
 
     def __init__(self, fun: Any, *, backend: str = DEFAULT_BACKEND, strict: bool = False
                  ) -> None:
-        functools.update_wrapper(self, fun)
-        self.__wrapped__ = fun
+        super().__init__(fun, backend=backend, strict=strict, updated=("__dict__",))
         n = len(inspect.signature(fun).parameters)
         self.transform = Transform(fun, "vjp", tuple(range(n)), backend=backend, strict=strict)
         self.source = self.transform.source
@@ -116,11 +115,11 @@ class Compiled:
         if not wants:
             return _wrap_outputs(self.__wrapped__(*arrays), None)
         transform = self.transform
-        if transform._fn is None or transform._prefix or (
-                transform._eager_keys and signature(arrays) in transform._eager_keys):
+        fn = transform.serves(arrays)
+        if fn is None:
             return self._eager(args)
         try:
-            value, backward = transform._fn(*arrays)
+            value, backward = fn(*arrays)
         except PASS_THROUGH:
             raise
         except Exception as exc:            # the safety net, as for srcgrad.grad
@@ -129,10 +128,10 @@ class Compiled:
             except Exception as eager_exc:
                 if type(eager_exc) is type(exc):
                     raise exc from None
-                raise CompileError(f"internal error: the compiled code of {transform._name} "
+                raise CompileError(f"internal error: the compiled code of {self._name} "
                                    f"raised {type(exc).__name__}: {exc}, and the eager engine "
                                    f"raised {type(eager_exc).__name__}: {eager_exc}") from exc
-            transform._internal_error(exc, signature(arrays))
+            transform.net.internal_error(exc, signature(arrays))
             return out
         node = CompiledBackward(self, backward, list(args))
         return _wrap_outputs(value, node)
@@ -140,12 +139,11 @@ class Compiled:
     def recording_vjp(self) -> Any:
         """The generated vjp, loaded again with its helpers bound to recording primitives."""
         if self._recording is None:
-            from srcgrad.codegen.emit.recording import recording_namespace
-            from srcgrad.codegen.module import load
-            name = next(n for n, f in self.transform._namespace.items()
-                        if f is self.transform._fn)
+            from srcgrad.codegen import load, recording_namespace
+            code = self.transform.code
+            name = next(n for n, f in code.namespace.items() if f is code.fn)
             ns = load(_without_inplace(self.source), f"recording {self.__wrapped__.__name__}",
-                      self.transform._free, self.transform.backend)
+                      code.free, self.transform.backend)
             ns.update(recording_namespace(ns))
             self._recording = ns[name]
         return self._recording

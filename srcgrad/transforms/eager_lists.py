@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 import threading
 import types
 from collections.abc import Iterator
@@ -24,8 +25,16 @@ from typing import Any
 import numpy as np
 
 from srcgrad.frontend.list_operands import _array_inputs
-from srcgrad.runtime.eager.subclasses import makes_subclass
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.rules.special import bind_scipy
+from srcgrad.runtime.subclasses import makes_subclass
+from srcgrad.transforms.eager_calls import (
+    BUFFERS,
+    SCIPY_MODULES,
+    Buffer,
+    math_stand_in,
+    scipy_stand_in,
+)
 
 __all__ = ["stacking_list_operands"]
 
@@ -161,7 +170,15 @@ def _stand_in_of(value: Any) -> Any:
     if made is not None and made[0] is value:
         return made[1]
     refusal = makes_subclass(value)
-    if refusal is not None:
+    buffer = refusal is None and callable(value) and any(value is b for b in BUFFERS)
+    if buffer:
+        stand_in = Buffer(value, _TURNS._is_owned)
+    elif refusal is None and (_scipy_module(value) or _scipy_object(value)):
+        stand_in = _Module(value) if isinstance(value, types.ModuleType) else \
+            scipy_stand_in(value)
+    elif refusal is None and math_stand_in(value) is not None:
+        stand_in = math_stand_in(value)
+    elif refusal is not None:
         stand_in = _RefusedClass(value.__name__, (), {"_real": value, "_refusal": refusal}) \
             if isinstance(value, type) else _Refused(value, refusal)
     elif isinstance(value, types.ModuleType):
@@ -180,6 +197,16 @@ def _stand_in_of(value: Any) -> Any:
     if stand_in is not None:                  # NumPy's objects live as long as NumPy
         _MADE[id(value)] = (value, stand_in)
     return stand_in
+
+
+def _scipy_module(value: Any) -> bool:
+    return isinstance(value, types.ModuleType) and value.__name__ in SCIPY_MODULES and \
+        sys.modules.get(value.__name__) is value
+
+
+def _scipy_object(value: Any) -> bool:
+    return (getattr(value, "__module__", None) or type(value).__module__ or "").startswith(
+        "scipy.") and scipy_stand_in(value) is not None
 
 
 class _Module(types.ModuleType):
@@ -232,6 +259,7 @@ def stacking_list_operands(fun: Any) -> Iterator[None]:
 def _swapped(fun: Any) -> Iterator[None]:
     namespace = _namespace(fun)
     swapped: dict[str, tuple[Any, Any]] = {}
+    bind_scipy()                  # SciPy's ufuncs with a rule (erf, gammaln) are recorded
     if namespace is not None:
         for name, value in list(namespace.items()):
             stand_in = _stand_in_of(value)

@@ -17,8 +17,8 @@ from srcgrad.errors import CompileError, NonScalarOutput
 from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager.autograd import grad as autograd_grad
 from srcgrad.runtime.eager.ndarray import Array, as_array_leaf, private_copy
-from srcgrad.runtime.eager.subclasses import SubclassError, refuse_subclass
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.subclasses import SubclassError, refuse_subclass
 from srcgrad.transforms import pytree
 from srcgrad.transforms.levels import (
     copy_array,

@@ -4,44 +4,40 @@ A transform compiles when it is created (ahead of time): ``.source`` and ``.grap
 at once.  When the compiler cannot handle the function it falls back to the eager engine with
 one ``FallbackWarning`` naming the reason (``strict=True`` raises the ``CompileError``).
 
-A safety net (``srcgrad.transforms.safety``) stands behind the compiled code: when it raises, the
-call
-runs again on the eager engine.  The function may be any callable
+A safety net (``srcgrad.transforms.safety``) stands behind the compiled code: when it raises,
+the call runs again on the eager engine.  The function may be any callable
 (``srcgrad.transforms.callables``).
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from srcgrad.build.parts import BUILD_LOCK
-from srcgrad.codegen.backends import registry
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
-from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.codegen import DEFAULT_BACKEND, for_arrays
+from srcgrad.errors import CompileError
 from srcgrad.frontend import parse as frontend
 from srcgrad.frontend.freshness import Snapshot
 from srcgrad.frontend.user_methods import static_default
 from srcgrad.runtime.eager.tensor import Tensor
 from srcgrad.transforms import pytree, specialise
+from srcgrad.transforms.base import BaseTransform
 from srcgrad.transforms.callables import (
     Flat,
     Positions,
     call_with,
-    describe,
     plain_signature,
     refuse_shared_arguments,
     target,
     wrt_position,
 )
 from srcgrad.transforms.levels import free_arrays, holds_containers, nested
-from srcgrad.transforms.safety import EAGER, PASS_THROUGH, SafetyNet, signature
-from srcgrad.transforms.specialise import Specialising
+from srcgrad.transforms.safety import EAGER, PASS_THROUGH, EagerRun, SafetyNet, signature
+from srcgrad.transforms.specialise import Generic, ShapeSpecialiser
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "Transform"]
 
@@ -50,15 +46,18 @@ class _ArgumentError(TypeError):
     """A differentiated argument that is not real floating point (raised as it is)."""
 
 
-class Transform(Specialising, SafetyNet):
-    """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``."""
+class Transform(BaseTransform):
+    """A transformed function: call it; read ``.source``, ``.graph``, ``.fallback_reason``.
+
+    It holds its parts: the specialisations of its generic code (``_shapes``, a
+    :class:`ShapeSpecialiser`) and the safety net behind the compiled code (``net``, a
+    :class:`SafetyNet`).  Transforms built on it (``compile``, a Hessian's loop) read
+    :attr:`code`, :meth:`serves` and ``net``."""
 
     def __init__(self, fun: Callable, kind: str, wrt: Any = 0, *,
                  backend: str = DEFAULT_BACKEND, strict: bool = False) -> None:
-        self._backend = registry.backend(backend)     # the Backend its hooks are asked of
-        functools.update_wrapper(self, fun, updated=())
-        self.__wrapped__ = fun
-        self.kind, self.backend, self.strict = kind, backend, strict
+        super().__init__(fun, backend=backend, strict=strict)
+        self.kind = kind
         self._target, self._prefix, refusal = target(fun)
         not_plain = frontend.not_plain(self._target)
         if not_plain is not None:                 # no fallback runs a generator either
@@ -92,36 +91,71 @@ class Transform(Specialising, SafetyNet):
             self._compiled_target = Flat(self._target)
         self.source: str | None = None
         self.graph = None
-        self.fallback_reason: str | None = None
         self._fn: Callable | None = None
         self._specialised: dict[Any, Callable | None] = {}
         self.sources: dict[str, str] = {}     # the specialisations' sources, by signature
-        self._namespace: dict = {}
-        self._free: dict = {}
-        self._probe_fn: Callable | None = None
-        self._latest: Callable | None = None    # the newest shape specialisation
+        self._shapes: ShapeSpecialiser | None = None
         self._shapes_fixed = False
         self._written = self._mutated = ()    # positions written in place (not differentiated)
-        self._eager_keys: set = set()         # signatures whose compiled code failed
         self._vjp = kind == "vjp" and not self._backend.by_arrays
         self._lowered = None                  # the IR the specialisations are emitted from
-        if self._backend.by_arrays:         # decided at the first call, by the arrays passed
+        if not self._backend.by_arrays:     # else decided at the first call, by the arrays
+            self._build_ahead(refusal)
+        self.net = SafetyNet(self, EagerRun(
+            self._target, kind, self.wrt, self._single, self._call, names, self._written,
+            self._vjp, self._backend), self._bind, self._compiled_for, self._shapes)
+
+    def _build_ahead(self, refusal: str | None) -> None:
+        """The generic code, built when the transform is made, and its specialiser."""
+        built = self._build({}, stacklevel=5, refusal=refusal)
+        if built is None:
             return
-        built = self._build({}, stacklevel=4, refusal=refusal)
-        if built is not None:
-            self.source, self.graph = built.source, built.graph
-            self._fn = built.functions[built.name]
-            self._namespace, self._free = built.functions, built.free
-            from srcgrad.analysis.shapes import shapes_follow_from_inputs
-            self._shapes_fixed = kind != "vjp" and self._backend.specialises_shapes \
-                and not getattr(self._fn, "srcgrad_missing", False) \
-                and shapes_follow_from_inputs(built.ir)
-            self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
-            self._written = tuple(i for i in self._mutated if i not in self.wrt)
+        self.source, self.graph = built.source, built.graph
+        self._fn = built.functions[built.name]
+        from srcgrad.analysis.shapes import shapes_follow_from_inputs
+        self._shapes_fixed = self.kind != "vjp" and self._backend.specialises_shapes \
+            and not getattr(self._fn, "srcgrad_missing", False) \
+            and shapes_follow_from_inputs(built.ir)
+        self._mutated = tuple(i for i, p in enumerate(built.ir.params) if p in built.ir.mutates)
+        self._written = tuple(i for i in self._mutated if i not in self.wrt)
+        self._shapes = ShapeSpecialiser(
+            Generic(self._fn, built.functions, built.free, built.source, self._lowered,
+                    self._target, self.kind, self._single, self.backend,
+                    self._backend.specialises_loops),
+            self._specialised, self.sources, self._redispatch, self._snapshot.watch)
 
     @property
-    def _name(self) -> str:
-        return describe(self.__wrapped__)
+    def code(self) -> Generic | None:
+        """The generic code as built (its function, module namespace, free names, source);
+        None while the transform runs eagerly."""
+        return self._shapes.code if self._shapes is not None else None
+
+    def serves(self, values: list) -> Callable | None:
+        """The generic function for a plain call with these values, or None where they run
+        eagerly: no compiled code, arguments of the transform's own before the caller's,
+        or values like some the compiled code failed on (``net.eager_keys``)."""
+        eager_keys = self.net.eager_keys
+        if self._fn is None or self._prefix or eager_keys and signature(values) in eager_keys:
+            return None
+        return self._fn
+
+    @property
+    def _latest(self) -> Callable | None:
+        """The newest specialisation, called first (its guard hands other arguments on)."""
+        return self._shapes.latest if self._shapes is not None else None
+
+    @_latest.setter
+    def _latest(self, fn: Callable | None) -> None:
+        if self._shapes is not None:
+            self._shapes.latest = fn
+
+    def _probe(self) -> Callable:
+        """The generic function that also returns its locals (:meth:`ShapeSpecialiser.probe`)."""
+        return self._shapes.probe()
+
+    def _built_params(self) -> list[str]:
+        """The generated function's parameter names."""
+        return self._shapes.built_params()
 
     def _build(self, trees: dict, stacklevel: int, refusal: str | None = None) -> Any:
         """The generic code, its lowered IR kept for the specialisations; with ``trees``,
@@ -138,12 +172,7 @@ class Transform(Specialising, SafetyNet):
                 built, self._lowered = specialise.build(
                     self._compiled_target, self.kind, self.wrt, self._single, self.backend)
         except CompileError as exc:
-            if self.strict or isinstance(exc, NoFallback):
-                raise
-            if self.fallback_reason is None:
-                self.fallback_reason = str(exc)
-                warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: "
-                              f"{exc}", FallbackWarning, stacklevel=stacklevel)
+            self.fall_back(exc, once=True, stacklevel=stacklevel)
             return None
         self._snapshot.watch(built.resolved)        # attributes every build bound
         return built
@@ -151,7 +180,7 @@ class Transform(Specialising, SafetyNet):
     # ------------------------------------------------------------- the compiled code
     def _for_backend(self, args: tuple) -> Transform:
         """``backend="auto"``: the NumPy, CuPy or Dask transform, by the arrays passed."""
-        name = registry.for_arrays(pytree.flatten(list(args))[0]).name
+        name = for_arrays(pytree.flatten(list(args))[0]).name
         transform = self._specialised.get(name)
         if transform is None:
             with BUILD_LOCK:                  # one transform for all threads
@@ -191,7 +220,6 @@ class Transform(Specialising, SafetyNet):
     def __repr__(self) -> str:
         how = "compiled" if self._fn is not None else "eager fallback"
         return f"<srcgrad.{self.kind} of {self._name} ({how})>"
-
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         bound = self._signature.bind(*args, **kwargs)
@@ -247,11 +275,12 @@ class Transform(Specialising, SafetyNet):
         except _ArgumentError as exc:
             raise TypeError(str(exc)) from None
         except Exception as exc:
-            return self._recover(exc, args, kwargs)
+            return self.net.recover(exc, args, kwargs, self._reads_tensors)
         if result is EAGER:
-            return self._eager(self._bind(args, kwargs))
+            return self.net.eager(self._bind(args, kwargs), self._reads_tensors)
         if self._vjp:
-            return result[0], self._safe_backward(result[1], args, kwargs)
+            return result[0], self.net.safe_backward(result[1], args, kwargs,
+                                                      self._reads_tensors)
         return result
 
     def _refused(self, args: tuple, kwargs: dict) -> bool:
@@ -261,10 +290,7 @@ class Transform(Specialising, SafetyNet):
                                        self._name)
         if reason is None:
             return False
-        if self.strict:
-            raise CompileError(reason)
-        warnings.warn(f"srcgrad falls back to the eager engine for {self._name}: {reason}",
-                      FallbackWarning, stacklevel=4)
+        self.fall_back(reason, stacklevel=4)
         return True
 
     def _redispatch(self, *args: Any) -> Any:
@@ -281,18 +307,19 @@ class Transform(Specialising, SafetyNet):
                 if not (type(a) is float or type(a) is np.ndarray and a.dtype.kind == "f"):
                     self._check(args)
                     break
-            if self._eager_keys and signature(args) in self._eager_keys:
+            eager_keys = self.net.eager_keys
+            if eager_keys and signature(args) in eager_keys:
                 return EAGER
             if self._reads_tensors or nested() or any(isinstance(a, Tensor) for a in args):
                 return EAGER          # differentiated by an outer level: keep the graph
             if all(type(a) is float for a in args):
-                return self._scalar_version()(*args)
+                return self._shapes.for_floats()(*args)
             if self._mutated:
                 refuse_shared_arguments(args, self._mutated, list(self._signature.parameters))
             if any(isinstance(args[i], (dict, list, tuple)) for i in self._written):
-                return self._written_container(args)
+                return self.net.written_container(args)
             if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
-                return self._by_shapes(args) if self._shapes_fixed else fn(*args)
+                return self._shapes.by_shapes(args) if self._shapes_fixed else fn(*args)
         values = self._bind(args, kwargs)
         self._check(values)
         if self._positions is not None:
@@ -302,13 +329,14 @@ class Transform(Specialising, SafetyNet):
                 raise _ArgumentError(str(exc)) from None
         if any(values[i] is not d for i, d in self._bound_defaults.items()):
             return EAGER                  # another function than the default compiled in
-        if self._eager_keys and signature(values) in self._eager_keys or self._reads_tensors \
+        eager_keys = self.net.eager_keys
+        if eager_keys and signature(values) in eager_keys or self._reads_tensors \
                 or nested() or any(isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
             return EAGER
         if self._mutated:
             refuse_shared_arguments(values, self._mutated, list(self._signature.parameters))
         if any(isinstance(values[i], (dict, list, tuple)) for i in self._written):
-            return self._written_container(values)
+            return self.net.written_container(values)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
         return fn(*values) if fn is not None else EAGER
 
@@ -348,7 +376,6 @@ def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *,
     if fun is None:
         return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
     return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
-
 
 
 _VJP_CACHE: dict = {}

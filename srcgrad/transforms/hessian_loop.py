@@ -1,178 +1,29 @@
-"""A full Hessian as generated source: one loop over the unit tangents of the argument.
-
-Each column of the Hessian of a scalar ``f`` is the gradient of ``f``'s derivative along a
-unit tangent (reverse over forward).  The module of that gradient's generated code gets one
-more function, which calls it for every unit tangent and stacks the columns, so the whole
-Hessian is one call of plain NumPy code, with no Python of srcgrad's between the columns::
-
-    def energy_hessian(x):
-        n = np.size(x)
-        units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
-        columns = [energy_tangent_grad(x, unit) for unit in units]
-        return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
-"""
+"""A full Hessian as generated source: the gradient of a scalar function's directional
+derivative, compiled as a transform, and one loop over the unit tangents of the argument
+added to its module (:mod:`srcgrad.build.hessian`), so that the whole Hessian is one call of
+generated code."""
 
 from __future__ import annotations
 
-import ast
-import copy
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from srcgrad.build.parts import BUILD_LOCK
-from srcgrad.codegen.module import load
-from srcgrad.codegen.printer import unparse
-from srcgrad.ir import fresh_name
+from srcgrad.build.hessian import HessianModule, build_hessian
 
 __all__ = ["hessian_function"]
+
 
 def hessian_function(directional: Callable, p: int, base: str, backend: str,
                      strict: bool) -> tuple[Callable, str, Any] | None:
     """``(hessian, source, gradient transform)`` for a scalar function whose derivative
     along its argument ``p`` is the generated function ``directional`` (its last parameter
-    the tangent); None when that gradient is not compiled."""
+    the tangent); None when that gradient is not compiled.  ``base`` names the Hessian's
+    function (``<base>_hessian``)."""
     from srcgrad.transforms.grad import Transform
     gradient = Transform(directional, "grad", p, backend=backend, strict=strict)
-    if gradient._fn is None or gradient.source is None:
+    code = gradient.code
+    if code is None or gradient.source is None:
         return None
-    params = list(inspect.signature(gradient._fn).parameters)[:-1]
-    taken = set(gradient._namespace) | set(params)
-    name = fresh_name(f"{base}_hessian", taken)
-    column = _column_function(gradient)
-    if column is not None:
-        taken |= {n.id for n in ast.walk(column) if isinstance(n, ast.Name)}
-    local = {k: fresh_name(k, taken) for k in ("n", "units", "unit", "columns")}
-    loop = _hoisted(column, name, params, p, local) if column is not None else None
-    if loop is None:
-        loop = _function(_LOOP, name, params, p, {**local, "grad": gradient._fn.__name__})
-    text = gradient.source.rstrip("\n") + "\n\n\n" + unparse(loop) + "\n"
-    namespace = load(text, f"hessian {base}", gradient._free, gradient.backend)
-    return namespace[name], text, gradient
-
-
-_LOOP = ast.parse('''
-def name(params):
-    """The Hessian with respect to x: the gradient of the derivative along each unit
-    tangent of x (one column each)."""
-    n = np.size(x)
-    units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
-    columns = [grad(params, unit) for unit in units]
-    return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
-''').body[0]
-"""The Hessian's function, calling the column function once per unit tangent: its names
-(``name``, ``params``, ``x``, ``n`` ...) are placeholders that :func:`_function` replaces."""
-
-_HOISTED = ast.parse('''
-def name(params):
-    """The Hessian with respect to x: the gradient of the derivative along each unit
-    tangent of x (one column each); what does not depend on the tangent is computed once."""
-    INVARIANT
-    n = np.size(x)
-    units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
-    columns = []
-    for unit in units:
-        tangent = unit
-        VARYING
-        columns.append(column)
-    return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
-''').body[0]
-"""The Hessian as one loop whose body holds only what depends on the tangent: ``INVARIANT``
-and ``VARYING`` stand for statement lists, ``column`` for the column's expression."""
-
-
-def _function(template: ast.FunctionDef, name: str, params: list[str], p: int,
-              names: dict[str, str], spliced: dict[str, Any] | None = None) -> ast.FunctionDef:
-    """``template`` with its placeholder names replaced: ``params`` (a parameter list or an
-    argument list) by ``params``, ``x`` by ``params[p]``, the others by ``names``; a statement
-    ``INVARIANT``/``VARYING`` by the statements and ``column`` by the expression in
-    ``spliced``."""
-    fn = copy.deepcopy(template)
-    fn.name = name
-    fn.args.args = [ast.arg(q) for q in params]
-    rename = {**names, "x": params[p]}
-    spliced = spliced or {}
-    placeholders = {id(n) for n in ast.walk(fn) if isinstance(n, ast.Name)}
-
-    class Fill(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> Any:
-            if id(node) not in placeholders:
-                return node
-            if node.id in spliced:
-                return spliced[node.id]
-            node.id = rename.get(node.id, node.id)
-            return node
-
-        def visit_Call(self, node: ast.Call) -> Any:
-            node.args = [a for arg in node.args for a in (
-                [ast.Name(q, ast.Load()) for q in params]
-                if isinstance(arg, ast.Name) and arg.id == "params" else [arg])]
-            return self.generic_visit(node)
-
-        def visit_Expr(self, node: ast.Expr) -> Any:
-            if isinstance(node.value, ast.Name) and node.value.id in spliced:
-                return spliced[node.value.id] or [ast.Pass()]
-            return self.generic_visit(node)
-
-    fn.body[1:] = Fill().visit(ast.Module(fn.body[1:], [])).body
-    doc = fn.body[0].value
-    doc.value = doc.value.replace(" x:", f" {params[p]}:").replace("of x ", f"of {params[p]} ")
-    return ast.fix_missing_locations(fn)
-
-
-def _column_function(gradient: Any) -> ast.FunctionDef | None:
-    """The AST of the gradient's generated function (one column of the Hessian)."""
-    with BUILD_LOCK:                     # CPython makes ast trees one thread at a time
-        tree = ast.parse(gradient.source)
-    return next((node for node in tree.body if isinstance(node, ast.FunctionDef)
-                 and node.name == gradient._fn.__name__), None)
-
-
-def _hoisted(fn: ast.FunctionDef, name: str, params: list[str], p: int,
-             local: dict[str, str]) -> ast.FunctionDef | None:
-    """The Hessian as one loop over the unit tangents whose body holds only the statements
-    that depend on the tangent (the rest computed once, before it), or None when the column
-    function is not straight-line code this can split."""
-    tangent = fn.args.args[-1].arg
-    *body, last = fn.body
-    if not isinstance(last, ast.Return) or last.value is None or not all(
-            isinstance(st, (ast.Assign, ast.AugAssign, ast.Expr)) for st in body):
-        return None
-    varying, invariant, moved, kept = {tangent}, [], set(), set()
-    for st in body:
-        stored = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)
-                  and isinstance(n.ctx, ast.Store)} | _written(st)
-        read = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load)} | (stored if isinstance(st, ast.AugAssign)
-                                                     else set())
-        if read & varying or isinstance(st, ast.Expr) and not isinstance(st.value, ast.Call):
-            varying |= stored
-            kept |= stored
-        else:
-            invariant.append(st)
-            moved |= stored
-    if moved & kept or tangent in moved:
-        return None
-    inside = [st for st in body if st not in invariant]
-    return _function(_HOISTED, name, params, p, {**local, "tangent": tangent},
-                     {"INVARIANT": invariant, "VARYING": inside, "column": last.value})
-
-
-_WRITERS = {"scatter_add", "add_at", "pop_gradient"}     # helpers that change an argument
-
-
-def _written(st: ast.stmt) -> set[str]:
-    """Names a statement changes in place: the first argument of a helper that writes into
-    it (``scatter_add(out, ...)``), the list of ``xs.append(...)``."""
-    out = set()
-    for node in ast.walk(st):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in _WRITERS and node.args and isinstance(
-                node.args[0], ast.Name):
-            out.add(node.args[0].id)
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-                func.attr in ("append", "pop", "extend", "sort", "fill"):
-            out.add(func.value.id)
-    return out
+    module = HessianModule(gradient.source, code.fn, code.namespace, code.free, base, p)
+    built = build_hessian(directional, module, gradient.graph, gradient.backend)
+    return built.functions[built.name], built.source, gradient

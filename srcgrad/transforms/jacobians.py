@@ -12,18 +12,17 @@ give pytrees (the result's structure, each leaf holding the argument's).
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
-from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.codegen import DEFAULT_BACKEND
+from srcgrad.errors import CompileError
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
 from srcgrad.transforms import pytree
+from srcgrad.transforms.base import BaseTransform
 from srcgrad.transforms.jvp import Jvp
 from srcgrad.transforms.levels import eager_call
 from srcgrad.transforms.tangent_args import carries, tangent_of_data, with_defaults
@@ -104,12 +103,13 @@ def _from_rows(rows: list, value: Any, arg: Any) -> Any:
     return _blocks(value, arg, block)
 
 
-class Jacobian:
-    """``jacfwd``/``jacrev``/``hessian`` of ``fun`` with respect to the argument(s) ``wrt``."""
+class Jacobian(BaseTransform):
+    """``jacfwd``/``jacrev``/``hessian`` of ``fun`` with respect to the argument(s) ``wrt``
+    (its ``fallback_reason`` is that of the transform it calls)."""
 
     def __init__(self, fun: Callable, wrt: Any = 0, *, mode: str,
                  backend: str = DEFAULT_BACKEND, strict: bool = False) -> None:
-        functools.update_wrapper(self, fun, updated=())
+        super().__init__(fun, backend=backend, strict=strict)
         if is_grad_transform(fun) and mode != "hessian":
             mode = "fwd"                           # of a gradient: its jvps are hvps
         elif is_grad_transform(fun):               # third order: of a function calling it
@@ -120,7 +120,7 @@ class Jacobian:
                 raise CompileError(f"{self._kind(mode)} of {fun!r}: derivatives of third order "
                                    "are compiled by nesting grad and jvp, not of a Jacobian")
             self._inner, fun, mode = fun.wrt[0], fun.fun, "hessian"
-        self.fun, self.mode, self.backend, self.strict = fun, mode, backend, strict
+        self.fun, self.mode = fun, mode
         self._single = not isinstance(wrt, (tuple, list))
         self.wrt = tuple(_position(fun, w) for w in ((wrt,) if self._single else wrt))
         self._transform: Any = None
@@ -245,12 +245,11 @@ class Jacobian:
             try:
                 return self._compiled_hessian(args, p, inner)
             except CompileError as exc:
-                if self.strict or inner != p or isinstance(exc, NoFallback):
+                if inner != p:
                     raise
+                self.fall_back(exc, of=f"the hessian of "
+                               f"{getattr(self.fun, '__qualname__', self.fun)}", stacklevel=4)
                 self._rows[key] = str(exc)
-                warnings.warn(f"srcgrad falls back to the eager engine for the hessian of "
-                              f"{getattr(self.fun, '__qualname__', self.fun)}: {exc}",
-                              FallbackWarning, stacklevel=4)
         from srcgrad.transforms.fallback import eager_hessian
         return eager_hessian(self.fun, args, p)
 

@@ -10,22 +10,21 @@ derivative (the Hessian is symmetric), so every composition stays compiled sourc
 
 from __future__ import annotations
 
-import functools
 import inspect
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen.backends import registry
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND
-from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.codegen import DEFAULT_BACKEND
+from srcgrad.codegen import backend as backend_named
+from srcgrad.errors import CompileError
 from srcgrad.frontend import generated_helpers as generated
 from srcgrad.frontend.freshness import Snapshot
 from srcgrad.frontend.parse import Flat
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
 from srcgrad.transforms import pytree
+from srcgrad.transforms.base import BaseTransform
 from srcgrad.transforms.callables import refuse_shared_arguments
 from srcgrad.transforms.levels import eager_call
 from srcgrad.transforms.tangent_args import (
@@ -51,18 +50,15 @@ def _plain_count(fun: Any) -> int | None:
     return len(params)
 
 
-class Jvp:
+class Jvp(BaseTransform):
     """The compiled jvp of ``fun``: ``(primals, tangents) -> (value, tangent)``."""
 
     def __init__(self, fun: Callable, *, backend: str = DEFAULT_BACKEND, strict: bool = False,
                  tangent_only: bool = False) -> None:
-        self._backend = registry.backend(backend)
-        functools.update_wrapper(self, fun, updated=())
-        self.fun, self.backend, self.strict = fun, backend, strict
-        self.tangent_only = tangent_only
+        super().__init__(fun, backend=backend, strict=strict)
+        self.fun, self.tangent_only = fun, tangent_only
         self.source: str | None = None
         self.graph = None
-        self.fallback_reason: str | None = None
         self._built: dict[Any, Any] = {}
         self._inner = fun if is_grad_transform(fun) else None    # jvp of grad: an hvp
         self._count = _plain_count(fun._target if self._inner else fun)
@@ -105,13 +101,10 @@ class Jvp:
             built = build_jvp(self._flat or self.fun, wrt, self._backend.unfused, trees,
                               tangent_only=self.tangent_only)
         except CompileError as exc:
-            if quiet or self.strict or isinstance(exc, NoFallback):
+            if quiet:
                 raise
-            if self.fallback_reason is None:
-                self.fallback_reason = str(exc)
-                warnings.warn(f"srcgrad falls back to the eager engine for the jvp of "
-                              f"{getattr(self.fun, '__qualname__', self.fun)}: {exc}",
-                              FallbackWarning, stacklevel=4)
+            self.fall_back(exc, of=f"the jvp of {getattr(self.fun, '__qualname__', self.fun)}",
+                           once=True, stacklevel=4)
             built = None
         else:
             self._snapshot.watch(built.resolved)
@@ -255,7 +248,7 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
         from srcgrad.build.forward import build_jvp
         from srcgrad.transforms.grad import Transform
         snapshot = Snapshot(fun)
-        built = build_jvp(fun, along, registry.backend(backend).unfused, trees,
+        built = build_jvp(fun, along, backend_named(backend).unfused, trees,
                           tangent_only=True)
         snapshot.watch(built.resolved)
         tangent = built.functions[built.name]

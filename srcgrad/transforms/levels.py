@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from srcgrad.runtime.eager import grad_mode
-from srcgrad.runtime.eager.ndarray import Array, as_array_leaf, private_copy
+from srcgrad.runtime.eager.ndarray import Array, as_array_constant, as_array_leaf, private_copy
 from srcgrad.runtime.eager.node import AccumulateGrad, next_seq
-from srcgrad.runtime.eager.subclasses import subclass_error
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.subclasses import subclass_error
 from srcgrad.transforms import pytree
 from srcgrad.transforms.eager_lists import stacking_list_operands
 
@@ -101,10 +101,17 @@ def leaf(value: Any, connect: bool) -> Any:
 
 def other(value: Any, connect: bool) -> Any:
     """A leaf not differentiated here: a private copy (of an outer level's Tensor, a recorded
-    one, so that the outer level differentiates through it; of any other, its plain array)."""
+    one, so that the outer level differentiates through it; of any other, its array).  A
+    float array is an Array without grad (``data.dot(w)`` and writes of Arrays into it are
+    then recorded, where NumPy's own ndarray would drop the gradient)."""
     if isinstance(value, Tensor):
-        return fresh(value) if connect and outer_level(value) else value._data.copy()
-    return copy_array(value)
+        if connect and outer_level(value):
+            return fresh(value)
+        value = value._data
+    value = copy_array(value)
+    if type(value) is np.ndarray and value.dtype.kind == "f":
+        return as_array_constant(value)
+    return value
 
 
 def hand_back(x: Any, inside: bool) -> Any:

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.codegen.backends.registry import array_backend
-from srcgrad.runtime.eager.subclasses import plain
+from srcgrad.codegen import array_backend
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.subclasses import plain
 
 __all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
            "zero_like", "same_kind", "plain_leaves"]
@@ -61,7 +61,7 @@ def unflatten(structure: Any, leaves: list) -> Any:
         if kind == "dict":
             built = dict(zip(keys, values))
             return {k: built[k] for k in s[3]} if len(s) > 3 else built
-        return kind(values)
+        return kind._make(values) if hasattr(kind, "_make") else kind(values)  # namedtuple
     return build(structure)
 
 
@@ -106,7 +106,7 @@ def check_differentiable(value: Any, name: str, vjp: bool = False) -> None:
 def plain_leaves(value: Any, name: str) -> Any:
     """``value`` with every array leaf a plain ndarray: an ``np.memmap`` as a view of its
     memory; any other ndarray subclass raises a TypeError naming it and where it is
-    (:mod:`srcgrad.runtime.eager.subclasses`).  Nothing is copied or written."""
+    (:mod:`srcgrad.runtime.subclasses`).  Nothing is copied or written."""
     if type(value) is float or type(value) is np.ndarray or isinstance(value, Tensor):
         return value
     paths = _paths(value, name)

@@ -9,29 +9,59 @@ generic code on NumPy floats first.
 from __future__ import annotations
 
 import linecache
-import warnings
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from srcgrad.codegen.backends.base import FILTERS_LOCK
-from srcgrad.codegen.backends.registry import array_backend
-from srcgrad.errors import CompileError, FallbackWarning, MissingBackend, NonScalarOutput
+from srcgrad.codegen import FILTERS_LOCK, array_backend
+from srcgrad.errors import CompileError, MissingBackend, NonScalarOutput
 from srcgrad.transforms import pytree
 from srcgrad.transforms.callables import written_container
 
-__all__ = ["SafetyNet", "EAGER", "PASS_THROUGH", "signature", "FILTERS_LOCK"]
+if TYPE_CHECKING:
+    from srcgrad.codegen import Backend
+    from srcgrad.transforms.base import BaseTransform
+    from srcgrad.transforms.specialise import ShapeSpecialiser
+
+__all__ = ["SafetyNet", "EagerRun", "EAGER", "PASS_THROUGH", "signature", "FILTERS_LOCK"]
 
 EAGER = object()           # what the dispatcher returns for "run this call on the eager engine"
 PASS_THROUGH = (CompileError, MemoryError, MissingBackend)
 _REFUSALS = (RuntimeError, TypeError, ValueError)   # how the engines say what they cannot do
 
 
-class SafetyNet:
-    """The part of a Transform that answers when its compiled code raises."""
+@dataclass(frozen=True)
+class EagerRun:
+    """What the safety net needs of its transform to run a call on the eager engine."""
 
-    def _eager(self, values: list, compiled: Exception | None = None) -> Any:
+    target: Any                 # the function differentiated
+    kind: str
+    wrt: tuple[int, ...]
+    single: bool
+    call: Callable              # calls ``target`` with one value a parameter
+    params: list[str]           # the parameters' names
+    written: tuple[int, ...]    # positions the code writes into (not differentiated)
+    vjp: bool                   # whether the compiled code gives a backward function
+    backend: Backend
+
+
+class SafetyNet:
+    """What answers for a transform (``owner``: its ``strict``, ``fallback_reason`` and
+    ``fall_back``) when its compiled code raises.  ``bind`` makes a call's arguments one
+    value a parameter, ``compiled_for`` gives the compiled function for such values;
+    ``shapes``' newest specialisation is dropped when the compiled code fails.  The
+    signatures whose compiled code failed stay eager (``eager_keys``); ``outer``: whether
+    the function reads Tensors of an outer level."""
+
+    def __init__(self, owner: BaseTransform, run: EagerRun, bind: Callable,
+                 compiled_for: Callable, shapes: ShapeSpecialiser | None) -> None:
+        self.owner, self.run, self.shapes = owner, run, shapes
+        self.bind, self.compiled_for = bind, compiled_for
+        self.eager_keys: set = set()
+
+    def eager(self, values: list, outer: bool, compiled: Exception | None = None) -> Any:
         """The call on the eager engine (after the compiled code raised ``compiled``).
 
         When it fails, the plain function decides: if that raises, its error is the answer
@@ -41,33 +71,34 @@ class SafetyNet:
         ``grad`` of a non-scalar result: a ValueError that points to vjp.  Dask arguments
         are computed into NumPy arrays first (the eager engine is NumPy's)."""
         from srcgrad.transforms.fallback import eager_transform, plain_error
-        values = self._backend.eager_arguments(values)
+        run, name = self.run, self.owner._name
+        values = run.backend.eager_arguments(values)
         try:
-            result = eager_transform(self._target, self.kind, values, self.wrt, self._single,
-                                     self._call, outer=self._reads_tensors)
-            return (result[0], self._eager_backward(result[1])) if self.kind == "vjp" else result
+            result = eager_transform(run.target, run.kind, values, run.wrt, run.single,
+                                     run.call, outer=outer)
+            return (result[0], self._eager_backward(result[1])) if run.kind == "vjp" else result
         except (MemoryError, CompileError):
             raise
         except Exception as exc:
-            error = plain_error(self._target, values, self._call)
+            error = plain_error(run.target, values, run.call)
             if error is not None:                     # what the function itself raises
                 raise (compiled if type(compiled) is type(error) else error) from None
             if isinstance(exc, NonScalarOutput):          # grad of a non-scalar result
                 raise (compiled if isinstance(compiled, ValueError) else exc) from None
             if getattr(compiled, "not_compiled", False):  # a refusal made at run time
-                raise CompileError(f"srcgrad does not compile {self._name} for these "
+                raise CompileError(f"srcgrad does not compile {name} for these "
                                    f"arguments: {compiled}") from None
             if type(compiled) is type(exc) and isinstance(exc, _REFUSALS):
                 raise CompileError(                       # both refuse alike; NumPy does not
-                    f"srcgrad cannot differentiate {self._name} with these arguments: both "
+                    f"srcgrad cannot differentiate {name} with these arguments: both "
                     f"engines raised {type(exc).__name__}: {exc}") from compiled
             if compiled is not None:
-                raise CompileError(f"internal error: the compiled code of {self._name} raised "
+                raise CompileError(f"internal error: the compiled code of {name} raised "
                                    f"{type(compiled).__name__}: {compiled}, and the eager "
                                    f"engine cannot run it either ({type(exc).__name__}: "
                                    f"{exc}); please report it") from compiled
-            reason = self.fallback_reason or "its compiled code failed"
-            raise CompileError(f"the eager engine cannot run {self._name} either "
+            reason = self.owner.fallback_reason or "its compiled code failed"
+            raise CompileError(f"the eager engine cannot run {name} either "
                                f"({type(exc).__name__}: {exc}); {reason}") from exc
 
     def _eager_backward(self, backward: Callable) -> Callable:
@@ -80,23 +111,23 @@ class SafetyNet:
             except PASS_THROUGH:
                 raise
             except Exception as exc:
-                raise CompileError(f"the eager engine cannot differentiate {self._name} "
+                raise CompileError(f"the eager engine cannot differentiate {self.owner._name} "
                                    f"({type(exc).__name__}: {exc})") from exc
         return vjp_fn
 
-    def _recover(self, exc: Exception, args: tuple, kwargs: dict) -> Any:
+    def recover(self, exc: Exception, args: tuple, kwargs: dict, outer: bool) -> Any:
         """The compiled code raised ``exc``: the eager engine's answer, or the error."""
-        values = self._bind(args, kwargs)
-        if not self._backend.eager_takes_arrays:
+        values = self.bind(args, kwargs)
+        if not self.run.backend.eager_takes_arrays:
             self._refuse_before_eager(exc, values)
-        if isinstance(exc, (ArithmeticError, ValueError)) and self._fn is not None and \
-                self.fallback_reason is None and any(
+        if isinstance(exc, (ArithmeticError, ValueError)) and \
+                self.owner.fallback_reason is None and any(
                 type(leaf) is float for v in values for leaf in pytree.flatten(v)[0]):
-            result = self._with_numpy_floats(values)
+            result = self._with_numpy_floats(values, outer)
             if result is not EAGER:
                 return result
-        result = self._eager(values, exc)
-        self._internal_error(exc, signature(values))
+        result = self.eager(values, outer, exc)
+        self.internal_error(exc, signature(values))
         return result
 
     def _refuse_before_eager(self, exc: Exception, values: list) -> None:
@@ -106,88 +137,93 @@ class SafetyNet:
         ``strict``; the function's own error where it fails alike on these arrays; with
         ``strict``, a CompileError for anything else."""
         from srcgrad.transforms.fallback import plain_error
-        refusal = self._backend.own_refusal(exc, self._name, _at(exc))
+        run, name = self.run, self.owner._name
+        refusal = run.backend.own_refusal(exc, name, _at(exc))
         if refusal is not None:
             exc.not_compiled = True           # the library cannot do this lazily, or at all
-            if self.strict:
+            if self.owner.strict:
                 raise CompileError(refusal) from None
             return
-        with self._backend.plain_code():      # functions Dask lacks raise
-            error = plain_error(self._target, values, self._call)
+        with run.backend.plain_code():        # functions Dask lacks raise
+            error = plain_error(run.target, values, run.call)
         if error is not None and type(error) is type(exc):
             raise exc from None               # the function itself fails on these arrays
-        if self.strict:
-            raise CompileError(f"internal error: the compiled code of {self._name} raised "
+        if self.owner.strict:
+            raise CompileError(f"internal error: the compiled code of {name} raised "
                                f"{type(exc).__name__}: {exc}{_at(exc)}; please report it") \
                 from exc
 
-    def _with_numpy_floats(self, values: list) -> Any:
+    def _with_numpy_floats(self, values: list, outer: bool) -> Any:
         """Python floats raise where NumPy gives inf or nan (``1.0 / 0.0`` in an adjoint,
         ``math.exp(1000.0)`` in the float specialisation): the generic code on NumPy floats
         answers as the eager engine would, unless the function itself raises."""
         from srcgrad.transforms.fallback import plain_error
+        run = self.run
         numpy_floats = [_map_floats(v, np.float64) for v in values]
         try:
-            fn = self._compiled_for(numpy_floats)
+            fn = self.compiled_for(numpy_floats)
             result = fn(*numpy_floats) if fn is not None else EAGER
         except Exception:  # noqa: BLE001 - the function's own error, or the eager engine
             result = EAGER
-        error = plain_error(self._target, values, self._call)
+        error = plain_error(run.target, values, run.call)
         if error is not None:
             raise error from None
         if result is EAGER:
             return EAGER
-        if self._vjp:
-            return result[0], self._safe_backward(result[1], tuple(values), {})
-        value, grads = result if self.kind == "value_and_grad" else (None, result)
+        if run.vjp:
+            return result[0], self.safe_backward(result[1], tuple(values), {}, outer)
+        value, grads = result if run.kind == "value_and_grad" else (None, result)
         grads = tuple(_floats_like(g, values[i]) for g, i in zip(
-            (grads,) if self._single else grads, self.wrt))
-        grads = grads[0] if self._single else grads
-        return (value, grads) if self.kind == "value_and_grad" else grads
+            (grads,) if run.single else grads, run.wrt))
+        grads = grads[0] if run.single else grads
+        return (value, grads) if run.kind == "value_and_grad" else grads
 
-    def _written_container(self, values: Any) -> Any:
+    def written_container(self, values: Any) -> Any:
         """The code writes into what an argument not differentiated holds: compiled for an
         array, so a list, tuple or dict of arrays runs eagerly (``strict``: refused)."""
-        reason = written_container(self._name, list(self._signature.parameters), values,
-                                   self._written)
-        if self.strict:
-            raise CompileError(reason)
-        if signature(values) not in self._eager_keys:
-            self._eager_keys.add(signature(values))
-            warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
-                          f"arguments: {reason}", FallbackWarning, stacklevel=4)
+        reason = written_container(self.owner._name, self.run.params, values, self.run.written)
+        key = signature(values)
+        if not self.owner.strict:
+            if key in self.eager_keys:         # said already (another thread's call)
+                return EAGER
+            self.eager_keys.add(key)
+        self.owner.fall_back(reason, arguments=True, stacklevel=4)
         return EAGER
 
-    def _internal_error(self, exc: Exception, key: Any) -> None:
+    def internal_error(self, exc: Exception, key: Any) -> None:
+        """The compiled code raised ``exc`` where the eager engine did not: the signature
+        ``key`` runs eagerly from now on, with one FallbackWarning (``strict``: refused)."""
+        name = self.owner._name
         if getattr(exc, "not_compiled", False):     # a refusal the lowering could not make
-            message = f"the compiled code of {self._name} does not model these arguments: {exc}"
-            if self.strict:
-                raise CompileError(message) from None
+            message = f"the compiled code of {name} does not model these arguments: {exc}"
+            strictly, cause = message, None
         else:
-            message = (f"internal error: the compiled code of {self._name} raised "
+            message = (f"internal error: the compiled code of {name} raised "
                        f"{type(exc).__name__}: {exc}, where the eager engine does not")
-        if self.strict:
-            raise CompileError(message + "; please report it") from exc
-        self._eager_keys.add(key)
-        self._latest = None
-        warnings.warn(f"srcgrad falls back to the eager engine for {self._name} with these "
-                      f"arguments: {message}", FallbackWarning, stacklevel=4)
+            strictly, cause = message + "; please report it", exc
+        if not self.owner.strict:
+            self.eager_keys.add(key)
+            if self.shapes is not None:
+                self.shapes.latest = None
+        self.owner.fall_back(message, arguments=True, strictly=strictly, cause=cause,
+                             stacklevel=4)
 
-    def _safe_backward(self, backward: Callable, args: tuple, kwargs: dict) -> Callable:
+    def safe_backward(self, backward: Callable, args: tuple, kwargs: dict,
+                      outer: bool) -> Callable:
         """A vjp's backward function, with the same safety net as the forward call."""
         def vjp_fn(cotangent: Any) -> Any:
             cotangent = pytree.plain_leaves(cotangent, "the cotangent")
             try:
-                with self._backend.compiled_code():
+                with self.run.backend.compiled_code():
                     return backward(cotangent)
             except PASS_THROUGH:
                 raise
             except Exception as exc:
-                values = self._bind(args, kwargs)
-                if not self._backend.eager_takes_arrays:
+                values = self.bind(args, kwargs)
+                if not self.run.backend.eager_takes_arrays:
                     self._refuse_before_eager(exc, values)
-                grads = self._eager(values, exc)[1](cotangent)
-                self._internal_error(exc, signature(values))
+                grads = self.eager(values, outer, exc)[1](cotangent)
+                self.internal_error(exc, signature(values))
                 return grads
         return vjp_fn
 

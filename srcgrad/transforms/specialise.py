@@ -4,15 +4,15 @@ A transform's generic code is built when it is created.  At a first call it may 
 for the shapes of the arguments (``facts``: no run-time shape checks, sizes folded) or for
 Python floats (``math`` functions).  Neither changes what parsing and lowering produce: only
 the emitters read the facts.  So the first build keeps a copy of its IR as lowering left it
-and its graph (:class:`Lowered`), and a specialisation emits from a fresh copy of that
-(``compiler.build_from_ir``): the analysis and the emission run again, parsing, lowering and
-building the graph do not.
+and its graph (:class:`Lowered`: reverse mode's stages with one more), and a specialisation
+emits from a fresh copy of that (a specialisation's stages after one that copies): the
+analysis and the emission run again, parsing, lowering and building the graph do not.
 
 The copy is needed because emitting writes into the IR: fresh names into ``used``, a block's
 own names into the block, and the user's static expressions are placed into the generated
 tree, which later passes rewrite.  A specialised module is byte-identical to a full rebuild
-with the same facts (tests/test_build_cost.py checks it).  The pytree specialisations are not
-made here: a pytree's structure changes the lowering itself.
+with the same facts (tests/structure/test_build_cost.py checks it).  The pytree specialisations are
+not made here: a pytree's structure changes the lowering itself.
 
 A transform may be called from many threads at once.  What one call learns (the values its
 probe reports) stays with that call, and a specialisation is built under the process-wide
@@ -24,28 +24,26 @@ from __future__ import annotations
 import ast
 import contextvars
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 
 from srcgrad.analysis.shapes import has_loops
-from srcgrad.build.parts import BUILD_LOCK, guarded
-from srcgrad.codegen.backends.numba.loop_sites import (
-    RECORD,
-    ShapeFacts,
-    fact_of,
-    instrument,
-    merge,
-    python_scalars,
-)
-from srcgrad.codegen.backends.registry import DEFAULT_BACKEND, array_backend
+from srcgrad.build.parts import BUILD_LOCK
+from srcgrad.codegen import DEFAULT_BACKEND, array_backend, as_backend
+from srcgrad.codegen import backend as backend_named
 from srcgrad.errors import CompileError
 from srcgrad.ir import Const, Function, Stmt, Var
 
-__all__ = ["Lowered", "Specialising", "build", "copy_ir", "shape_facts",
+if TYPE_CHECKING:
+    from srcgrad.build.job import Built, Job
+    from srcgrad.build.pipeline import Pipeline
+
+__all__ = ["Generic", "Lowered", "ShapeSpecialiser", "build", "copy_ir", "shape_facts",
            "specialise"]
 
 
@@ -113,37 +111,46 @@ def _fresh(value: Any, memo: dict[int, Any]) -> Any:
     return value
 
 
-def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
-          backend: str = DEFAULT_BACKEND) -> tuple[Any, Lowered]:
-    """``compiler.build(fun, kind, wrt, single, backend)`` (the generic code), and the
-    lowered IR and graph it was emitted from, kept for the specialisations."""
-    from srcgrad.build import reverse as compiler  # its stages (and so what patches them)
+def _keep(job: Job) -> None:
+    """Keep a copy of the IR as lowering left it, and its graph, for the specialisations."""
+    job.kept = Lowered(copy_ir(job.ir), job.graph, job.wrt)
 
-    def lowered_and_emitted() -> tuple[Any, Lowered]:
-        ir = compiler.lower_function(fun, None, wrt)
-        reaches: dict = {}
-        graph = compiler.build_graph(ir, [ir.params[i] for i in wrt], reaches=reaches)
-        kept = Lowered(copy_ir(ir), graph, wrt)
-        return compiler.build_from_ir(ir, graph, kind, wrt, single, backend,
-                                      reaches=reaches), kept
-    return guarded(fun, lowered_and_emitted)
+
+def _from_kept(job: Job) -> None:
+    """Emit from a fresh copy of the kept IR (``job.kept``), with its graph."""
+    job.ir, job.graph = copy_ir(job.kept.ir), job.kept.graph
+
+
+@functools.cache
+def _pipelines() -> tuple[Pipeline, Pipeline]:
+    """Reverse mode's stages keeping the lowered IR in ``job.kept`` (:func:`_keep` after the
+    graph), and a specialisation's stages from a copy of it (:func:`_from_kept` first); made
+    at the first build, as ``import srcgrad`` loads no compiler."""
+    from srcgrad.build.pipeline import graph
+    from srcgrad.build.reverse import REVERSE, SPECIALISED
+    return (REVERSE.extended("reverse, kept", _keep, after=graph),
+            SPECIALISED.extended("specialised, from the kept IR", _from_kept))
+
+
+def build(fun: Any, kind: str, wrt: tuple[int, ...], single: bool,
+          backend: str = DEFAULT_BACKEND) -> tuple[Built, Lowered]:
+    """Reverse mode's generic code of ``fun`` (what ``srcgrad.build.reverse.build`` builds),
+    and the lowered IR and graph it was emitted from, kept for the specialisations."""
+    from srcgrad.build.job import Job
+    job = Job(fun, wrt, as_backend(backend), kind=kind, single=single)
+    return _pipelines()[0].build(job), job.kept
 
 
 def specialise(lowered: Lowered, fun: Any, kind: str, single: bool,
                backend: str = DEFAULT_BACKEND, scalar: bool = False,
-               facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Any:
-    """What ``compiler.build(fun, kind, lowered.wrt, single, backend, scalar=scalar,
-    facts=facts, guard=guard)`` builds, emitted from a copy of the kept IR (``fun``: where
-    an internal error is reported)."""
-    from srcgrad.build import reverse as compiler
-
-    def emitted() -> Any:
-        ir = copy_ir(lowered.ir)
-        if scalar:
-            compiler.only_floats(ir)          # a check: the graph does not change
-        return compiler.build_from_ir(ir, lowered.graph, kind, lowered.wrt, single, backend,
-                                      scalar, facts, guard)
-    return guarded(fun, emitted)
+               facts: dict[str, tuple] | None = None, guard: tuple | None = None) -> Built:
+    """What ``srcgrad.build.reverse.build(fun, kind, lowered.wrt, single, backend,
+    scalar=scalar, facts=facts, guard=guard)`` builds, emitted from a copy of the kept IR
+    (``fun``: where an internal error is reported)."""
+    from srcgrad.build.job import Job
+    return _pipelines()[1].build(Job(fun, lowered.wrt, as_backend(backend), kind=kind,
+                                     single=single, scalar=scalar, facts=facts, guard=guard,
+                                     kept=lowered))
 
 
 def shape_facts(values: dict[str, Any]) -> dict[str, tuple]:
@@ -156,23 +163,54 @@ def shape_facts(values: dict[str, Any]) -> dict[str, tuple]:
     return facts
 
 
-class Specialising:
-    """The specialisations of a Transform (mixed into it): for the arguments' shapes and for
-    Python floats, emitted from the IR its first build kept (``self._lowered``)."""
+@dataclass(frozen=True)
+class Generic:
+    """A transform's generic code and what its specialisations are built with."""
 
-    def _specialised_build(self, **how: Any) -> Any:
+    fn: Callable            # the generated function
+    namespace: dict         # the names of its module
+    free: dict              # the user's values its module reads by name
+    source: str
+    lowered: Lowered        # the IR it was emitted from, kept
+    target: Any             # the user's function: where an internal error is reported
+    kind: str
+    single: bool
+    backend: str            # the backend's name, as the user gave it
+    loops: bool             # whether the backend's loops are specialised (numba's: kernels)
+
+
+class ShapeSpecialiser:
+    """The specialisations of one transform's generic code, for the arguments' shapes and for
+    Python floats, emitted from the IR its first build kept.
+
+    ``made`` is the transform's table of built functions (shared with it: the key of a
+    signature, or ``"floats"``), ``sources`` the table of their sources; ``guard`` is what a
+    specialisation's guard calls for arguments it was not made for, and ``watch`` is given
+    what each build resolved (the free values to see rebound).  ``latest`` is the newest
+    specialisation, which the transform calls first."""
+
+    def __init__(self, code: Generic, made: dict, sources: dict, guard: Callable,
+                 watch: Callable) -> None:
+        self.code, self.made, self.sources = code, made, sources
+        self.guard, self.watch = guard, watch
+        self.latest: Callable | None = None
+        self._probe: Callable | None = None
+
+    def _build(self, **how: Any) -> Any:
         """The generic code's specialisation ``how`` (scalar, facts, guard), or None where
         it cannot be built (the generic code then serves)."""
+        code = self.code
         try:
-            built = specialise(self._lowered, self._target, self.kind, self._single,
-                               self.backend, **how)
+            built = specialise(code.lowered, code.target, code.kind, code.single, code.backend,
+                               **how)
         except CompileError:
             return None
-        self._snapshot.watch(built.resolved)
+        self.watch(built.resolved)
         return built
 
-    def _by_shapes(self, args: tuple) -> Any:
-        """Code specialised for the arguments' shapes and dtypes, learnt at a first call.
+    def by_shapes(self, args: tuple) -> Any:
+        """The call, by code specialised for the arguments' shapes and dtypes, learnt at a
+        first call.
 
         The first call with a new signature runs the generic code, which also reports the
         shape of every value; the code built from those facts (no run-time shape checks, sizes
@@ -181,101 +219,90 @@ class Specialising:
         subclasses, NumPy scalars and other dtypes run the generic code.  The probe's reports
         go to this call's own list: calls in other threads probe other shapes meanwhile.
         """
+        generic, made = self.code.fn, self.made
         if not all(_plain(a) for a in args):
-            return self._fn(*args)
+            return generic(*args)
         key = tuple((a.shape, a.dtype) if type(a) is np.ndarray or _device_array(a)
                     else type(a) for a in args)
-        fn = self._specialised.get(key)
+        fn = made.get(key)
         if fn is not None:
             return fn(*args)
-        if len(self._specialised) >= 16 or not self._loops_specialise():
-            return self._fn(*args)
-        lowered, probe, records = self._lowered, self._probe(), []
+        if len(made) >= 16 or not self._loops_specialise():
+            return generic(*args)
+        probe, records = self.probe(), []
         token = _RECORDS.set(records)
         try:
             result, values = probe(*args)
         finally:
             _RECORDS.reset(token)
-        facts: dict = shape_facts(values)
-        if records:                      # loop bodies reported their locals, each iteration
-            facts = ShapeFacts(facts, merge(records))
-        guard = {name: facts[name] for name in self._built_params() if name in facts}
+        facts = backend_named(self.code.backend).loop_facts(shape_facts(values), records)
+        guard = {name: facts[name] for name in self.built_params() if name in facts}
         with BUILD_LOCK:
-            if key in self._specialised or len(self._specialised) >= 16 \
-                    or self._lowered is not lowered:     # built meanwhile, or built anew
+            if key in made or len(made) >= 16:      # built meanwhile, by another thread
                 return result
-            built = self._specialised_build(facts=facts, guard=(guard, self._redispatch))
+            built = self._build(facts=facts, guard=(guard, self.guard))
             if built is None:
-                self._specialised[key] = self._fn          # the generic code serves them
+                made[key] = generic                 # the generic code serves them
                 return result
-            self._specialised[key] = self._latest = built.functions[built.name]
+            made[key] = self.latest = built.functions[built.name]
             self.sources[repr(key)] = built.source
         return result
 
     def _loops_specialise(self) -> bool:
-        """Whether this transform's loops (if any) may be specialised: only where the
+        """Whether the transform's loops (if any) may be specialised: only where the
         backend's are (numba's loops become kernels); the others keep their generic code."""
-        lowered = getattr(self, "_lowered", None)
-        return self._backend.specialises_loops or lowered is None or not has_loops(lowered.ir)
+        return self.code.loops or not has_loops(self.code.lowered.ir)
 
-    def _probe(self) -> Callable:
+    def probe(self) -> Callable:
         """The generic function, changed to return its local values along with its result;
         its loop bodies report theirs in every iteration (into the calling probe's list,
         :data:`_RECORDS`).  Built once, under the build lock."""
-        probe = self._probe_fn
+        probe = self._probe
         if probe is not None:
             return probe
+        code = self.code
         with BUILD_LOCK:
-            if self._probe_fn is None:
-                tree = ast.parse(self.source)
+            if self._probe is None:
+                tree = ast.parse(code.source)
                 main = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                            and n.name == self._fn.__name__)
+                            and n.name == code.fn.__name__)
                 for node in main.body:
                     if isinstance(node, ast.Return):
                         node.value = ast.Tuple([node.value, ast.Call(
                             ast.Name("locals", ast.Load()), [], [])], ast.Load())
-                instrument(tree, main.name)
-                namespace = dict(self._namespace)
-                namespace[RECORD] = _record
-                exec(compile(ast.fix_missing_locations(tree), self._fn.__code__.co_filename,
+                namespace = dict(code.namespace)
+                backend_named(code.backend).probe_loops(tree, main.name, namespace, _RECORDS)
+                exec(compile(ast.fix_missing_locations(tree), code.fn.__code__.co_filename,
                              "exec"), namespace)
-                self._probe_fn = namespace[main.name]
-            return self._probe_fn
+                self._probe = namespace[main.name]
+            return self._probe
 
-    def _scalar_version(self) -> Callable:
+    def for_floats(self) -> Callable:
         """The code specialised for Python floats (``math`` functions), built once."""
-        fn = self._specialised.get("floats")
+        fn = self.made.get("floats")
         if fn is not None:
             return fn
         with BUILD_LOCK:
-            fn = self._specialised.get("floats")      # another thread may have built it
+            fn = self.made.get("floats")      # another thread may have built it
             if fn is None:
-                guard = {name: ((), float) for name in self._built_params()}
-                built = self._specialised_build(scalar=True, guard=(guard, self._redispatch))
-                fn = self._fn
+                guard = {name: ((), float) for name in self.built_params()}
+                built = self._build(scalar=True, guard=(guard, self.guard))
+                fn = self.code.fn
                 if built is not None:
-                    fn = self._latest = built.functions[built.name]
+                    fn = self.latest = built.functions[built.name]
                     self.sources["floats"] = built.source
-                self._specialised["floats"] = fn
+                self.made["floats"] = fn
         return fn
 
-    def _built_params(self) -> list[str]:
+    def built_params(self) -> list[str]:
         """The generated function's parameter names (the user's, possibly renamed)."""
         import inspect
-        return list(inspect.signature(self._fn).parameters)
+        return list(inspect.signature(self.code.fn).parameters)
 
 
 _RECORDS: contextvars.ContextVar[list] = contextvars.ContextVar("srcgrad_probe_records")
 """The list the running probe's loop bodies report into: each probing call has its own (in
 its thread), so that calls probing other shapes at the same time do not mix their facts."""
-
-
-def _record(body: str, part: str, values: dict[str, Any]) -> None:
-    """What an instrumented loop body calls with its locals (``RECORD``)."""
-    records = _RECORDS.get(None)
-    if records is not None:
-        records.append((body, part, {name: fact_of(v) for name, v in values.items()},
-                        python_scalars(values)))
 
 
 def _plain(a: Any) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from srcgrad.codegen.emit.support import match_input as numpy_match_input
+from srcgrad.codegen.common.support import match_input as numpy_match_input
 from srcgrad.runtime.rules.constructors import full_of as numpy_full_of
 from srcgrad.runtime.rules.core import index_put as numpy_index_put
 from srcgrad.runtime.rules.core import numel as numpy_numel

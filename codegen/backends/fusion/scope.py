@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import sys
 
-from srcgrad.codegen.emit.primal import COMMENT
+from srcgrad.codegen.common.markers import COMMENT
 
 __all__ = ["Scope", "comment_text"]
 
@@ -22,7 +22,8 @@ _LATER = sys.maxsize
 
 
 def comment_text(st: ast.stmt) -> str | None:
-    """The text of a comment marker statement (see ``codegen.primal.comment``), else None."""
+    """The text of a comment marker statement (see
+    :func:`srcgrad.codegen.common.markers.comment`), else None."""
     if (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
             and isinstance(st.value.func, ast.Name) and st.value.func.id == COMMENT
             and len(st.value.args) == 1 and isinstance(st.value.args[0], ast.Constant)):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from srcgrad.codegen.backends.numba.loop_sites import Fact
-from srcgrad.codegen.emit.support import match_input
+from srcgrad.codegen.common.support import match_input
 from srcgrad.runtime.rules.core import matmul_lhs_grad, matmul_rhs_grad, numel, unreduce
 from srcgrad.runtime.rules.operators import OPERATORS
 from srcgrad.runtime.rules.primitives import Primitive, lookup, unbroadcast

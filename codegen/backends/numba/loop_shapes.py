@@ -34,6 +34,7 @@ from srcgrad.codegen.backends.numba.loop_grads import (
     transposed,
 )
 from srcgrad.codegen.backends.numba.loop_sites import Fact
+from srcgrad.codegen.common.markers import is_comment
 from srcgrad.runtime.rules.core import scatter_add
 from srcgrad.runtime.rules.operators import operation
 
@@ -43,13 +44,6 @@ _SCATTER = scatter_add.__name__
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _scalar, _of, _np_call = scalar, of, np_call
-
-
-def is_comment(st: ast.stmt) -> bool:
-    """Whether ``st`` is a comment marker of the generated code (:mod:`primal`'s test; imported
-    when called: primal imports the backends, which import the loop kernels lazily)."""
-    from srcgrad.codegen.emit.primal import is_comment as marker
-    return marker(st)
 
 
 ADD_OUTER = '''@njit(cache=True, error_model='numpy')

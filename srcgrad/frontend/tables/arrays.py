@@ -37,10 +37,10 @@ def _arguments(lowerer: Any, f: Any, args: list, node: ast.Call, values: tuple =
     out = {}
     for name, value in bound.items():
         if isinstance(value, dict):                      # **kwargs
-            value = {k: _static(lowerer, lowerer.param(v)) for k, v in value.items()}
+            value = {k: _static(lowerer, lowerer.prims.param(v)) for k, v in value.items()}
         elif isinstance(value, ast.AST):
             value = lowerer.expr(value) if name in values else _static(
-                lowerer, lowerer.param(value))
+                lowerer, lowerer.prims.param(value))
         else:
             value = _static(lowerer, value) if name not in values else value
         out[name] = value
@@ -113,7 +113,7 @@ def _literal_of(lowerer: Any, value: Any, what: str, node: ast.AST) -> Any:
 
 def _constant(lowerer: Any, value: Any, what: str, node: ast.AST) -> Any:
     """A parameter that must not carry a gradient (srcgrad does not follow one through it)."""
-    if isinstance(value, Pack) or lowerer.carries(value) and isinstance(value, Var):
+    if isinstance(value, Pack) or lowerer.prims.carries(value) and isinstance(value, Var):
         raise lowerer.error(f"{what} that carries a gradient (or is computed at run time) is "
                             "not compiled", node)
     return value
@@ -124,7 +124,7 @@ def _atleast(fun: Any) -> Any:
         if kwargs or not args:
             raise lowerer.error(f"np.{fun.__name__} is compiled with arrays as positional "
                                 "arguments", node)
-        outs = [lowerer.prim(lookup(fun), [a], {}, fun.__name__, node) for a in args]
+        outs = [lowerer.prims.prim(lookup(fun), [a], {}, fun.__name__, node) for a in args]
         return outs[0] if len(outs) == 1 else Pack(outs)
     return lower
 
@@ -145,7 +145,7 @@ def _split(fun: Any, axis_code: Any, even: bool) -> Any:
         except ValueError as exc:
             raise lowerer.error(str(exc), node) from None
         axis = bound.get("axis", 0) if axis_code == 0 else axis_code
-        pieces = [lowerer.prim(PRIMITIVES["split_piece"], [bound["ary"]], {
+        pieces = [lowerer.prims.prim(PRIMITIVES["split_piece"], [bound["ary"]], {
             "sections": sections, "axis": axis, "k": k, "even": even}, "piece", node)
             for k in range(count)]
         return Pack(pieces, is_list=True)
@@ -155,21 +155,21 @@ def _split(fun: Any, axis_code: Any, even: bool) -> Any:
 def _join(how: str) -> Any:
     def lower(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         seq = args[0] if len(args) == 1 and not kwargs else None
-        if isinstance(seq, Var) and not lowerer.is_list(seq):     # an array: its rows
-            return lowerer.prim(PRIMITIVES["joined_rows"], [seq], {"how": how}, how, node)
+        if isinstance(seq, Var) and not lowerer.lists.is_list(seq):     # an array: its rows
+            return lowerer.prims.prim(PRIMITIVES["joined_rows"], [seq], {"how": how}, how, node)
         if not isinstance(seq, Pack) or not seq.items:
             raise lowerer.error(f"np.{how} is compiled on an array or on a list or tuple literal "
                                 "of arrays (without dtype= or casting=)", node)
-        return lowerer.prim(PRIMITIVES["joined"], seq.items, {"how": how}, how, node)
+        return lowerer.prims.prim(PRIMITIVES["joined"], seq.items, {"how": how}, how, node)
     return lower
 
 
 def _array_of(lowerer: Any, value: Any, expr: ast.expr, node: ast.AST) -> Any:
     if isinstance(value, Pack):
-        if lowerer.is_static(value):
-            return lowerer.static_expr(expr, hint="array")
-        return lowerer.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
-    return lowerer.as_array_operand(value, node)    # a list argument, a run-time list
+        if lowerer.statics.is_static(value):
+            return lowerer.statics.static_expr(expr, hint="array")
+        return lowerer.prims.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
+    return lowerer.lists.as_array(value, node)    # a list argument, a run-time list
 
 
 def _append(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -179,11 +179,11 @@ def _append(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     arr, values = (_array_of(lowerer, bound[k], exprs[k], node) for k in ("arr", "values"))
     axis = bound.get("axis")
     if axis is None:
-        arr, values = (lowerer.prim(PRIMITIVES["ravel"], [v], {}, "flat", node)
+        arr, values = (lowerer.prims.prim(PRIMITIVES["ravel"], [v], {}, "flat", node)
                        for v in (arr, values))
         axis = 0
-    return lowerer.prim(PRIMITIVES["concatenate"], [arr, values], {"axis": axis}, "appended",
-                        node)
+    return lowerer.prims.prim(PRIMITIVES["concatenate"], [arr, values], {"axis": axis}, "appended",
+                              node)
 
 
 def _average(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -193,9 +193,9 @@ def _average(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     params = {k: bound[k] for k in ("axis", "keepdims") if k in bound}
     weights = bound.get("weights")
     if weights is None or isinstance(weights, Const) and weights.value is None:
-        return lowerer.prim(PRIMITIVES["mean"], [bound["a"]], params, "average", node)
-    return lowerer.prim(PRIMITIVES["weighted_average"], [bound["a"], weights], params,
-                        "average", node)
+        return lowerer.prims.prim(PRIMITIVES["mean"], [bound["a"]], params, "average", node)
+    return lowerer.prims.prim(PRIMITIVES["weighted_average"], [bound["a"], weights], params,
+                              "average", node)
 
 
 def _select(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -210,7 +210,7 @@ def _select(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
                             node)
     result = bound.get("default", Const(0))
     for cond, choice in reversed(list(zip(conds.items, choices.items))):
-        result = lowerer.prim(PRIMITIVES["where"], [cond, choice, result], {}, "select", node)
+        result = lowerer.prims.prim(PRIMITIVES["where"], [cond, choice, result], {}, "select", node)
     return result
 
 
@@ -225,8 +225,8 @@ def _gradient(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     if axis is None:             # a 1-D array (refused at run time otherwise: NumPy's tuple)
         if bound.get("varargs"):
             raise lowerer.error("np.gradient without axis= is compiled with unit spacing", node)
-        return lowerer.prim(PRIMITIVES["vector_gradient"], [bound["f"]],
-                            {"edge_order": edge_order}, "gradient", node)
+        return lowerer.prims.prim(PRIMITIVES["vector_gradient"], [bound["f"]],
+                                  {"edge_order": edge_order}, "gradient", node)
     axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
     spacing = list(bound.get("varargs", ()))
     if any(isinstance(h, (Var, Pack)) or isinstance(h, Const) and np.ndim(h.value) != 0
@@ -236,12 +236,12 @@ def _gradient(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     spacing = spacing * len(axes) if len(spacing) == 1 else spacing
     outs = []
     for k, a in enumerate(axes):
-        out = lowerer.prim(PRIMITIVES["gradient"], [bound["f"]], {
+        out = lowerer.prims.prim(PRIMITIVES["gradient"], [bound["f"]], {
             "axis": a, "edge_order": edge_order}, "gradient", node)
         if spacing:
             h = spacing[k].value if isinstance(spacing[k], Const) else spacing[k]
-            out = lowerer.prim(PRIMITIVES["divide"], [out, Const(float(h))], {}, "gradient",
-                               node)
+            out = lowerer.prims.prim(PRIMITIVES["divide"], [out, Const(float(h))], {}, "gradient",
+                                     node)
         outs.append(out)
     return outs[0] if not isinstance(axis, (tuple, list)) else Pack(outs)
 
@@ -251,7 +251,7 @@ def _real_if_close(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> An
     a complex one is refused by its rule)."""
     bound = _arguments(lowerer, np.real_if_close, args, node, values=("a",))
     _literal_of(lowerer, bound.get("tol", 100), "np.real_if_close's tol", node)
-    return lowerer.prim(PRIMITIVES["real"], [bound["a"]], {}, "real", node)
+    return lowerer.prims.prim(PRIMITIVES["real"], [bound["a"]], {}, "real", node)
 
 
 def _pad(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -267,7 +267,7 @@ def _pad(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         _constant(lowerer, value, f"np.pad's {key}", node)
     params = {"pad_width": _constant(lowerer, bound["pad_width"], "np.pad's pad_width", node),
               "mode": mode, **options}
-    return lowerer.prim(PRIMITIVES["pad"], [bound["array"]], params, "padded", node)
+    return lowerer.prims.prim(PRIMITIVES["pad"], [bound["array"]], params, "padded", node)
 
 
 def _is_number(value: Any) -> bool:
@@ -305,9 +305,9 @@ def _checked(fun: Any, constants: tuple[str, ...] = (), checks: dict | None = No
         if any(isinstance(a, Pack) for a in args[prim.nin:]):
             raise lowerer.error(f"np.{fun.__name__}(): a list or tuple argument must be a "
                                 "literal", node)
-        inputs, params = lowerer.bind(fun, prim, args, {
+        inputs, params = lowerer.prims.bind(fun, prim, args, {
             k: v for k, v in kwargs.items() if k not in dropped}, node)
-        return lowerer.prim(prim, inputs, params, fun.__name__, node)
+        return lowerer.prims.prim(prim, inputs, params, fun.__name__, node)
     return lower
 
 
@@ -339,10 +339,10 @@ def _scipy(name: str) -> Any:
             if name != "logsumexp" and bound.get("axis") is None:
                 raise lowerer.error(f"scipy.special.{name} is compiled with axis= given", node)
             params = {k: bound[k] for k in ("axis", "keepdims") if k in bound}
-            return lowerer.prim(prim, [bound.get("a", bound.get("x"))], params, name, node)
+            return lowerer.prims.prim(prim, [bound.get("a", bound.get("x"))], params, name, node)
         if kwargs or len(args) != 1:
             raise lowerer.error(f"scipy.special.{name} is compiled with one argument", node)
-        return lowerer.prim(prim, args, {}, name, node)
+        return lowerer.prims.prim(prim, args, {}, name, node)
     return lower
 
 

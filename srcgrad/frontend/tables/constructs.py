@@ -1,7 +1,7 @@
 """What Python and NumPy constructs lower to: operators, ``math``, methods, special calls.
 
-The tables here are read by the lowering (:mod:`srcgrad.frontend.expressions`,
-:mod:`srcgrad.frontend.calls`);
+The tables here are read by the lowering (:mod:`srcgrad.frontend.lower`,
+:mod:`srcgrad.frontend.primitives`, :mod:`srcgrad.frontend.calls`);
 the calls lowered to several primitives (:mod:`srcgrad.frontend.tables.arrays`) and those carrying a
 value (:mod:`srcgrad.frontend.tables.values`) join ``SPECIAL_CALLS`` and ``VALUE_CALLS`` from their
 modules.
@@ -148,32 +148,32 @@ def method_special(lowerer: Any, name: str, receiver: Var, args: list, kwargs: d
             raise lowerer.error("x.astype() needs a dtype", node)
         extra = [k for k in kwargs if k != "dtype"] + (["order, casting, ..."] if len(args) > 1
                                                        else [])
-        if extra and not (extra == ["copy"] and lowerer.param(kwargs["copy"]) is True):
+        if extra and not (extra == ["copy"] and lowerer.prims.param(kwargs["copy"]) is True):
             raise lowerer.error(f"x.astype(..., {extra[0]}=...) is not compiled: only the dtype "
                                 "is modelled (copy=False may return the array itself)", node)
-        dtype = args[0] if args else lowerer.param(kwargs["dtype"])
+        dtype = args[0] if args else lowerer.prims.param(kwargs["dtype"])
         return lower_astype(lowerer, receiver, dtype, node)
     if name == "item":
         if args or kwargs:
             raise lowerer.error("x.item(index) is not compiled; index the array instead", node)
-        return lowerer.prim(PRIMITIVES["item"], [receiver], {}, f"{receiver.name}_item", node)
+        return lowerer.prims.prim(PRIMITIVES["item"], [receiver], {}, f"{receiver.name}_item", node)
     raise lowerer.error(f"srcgrad cannot compile the array method .{name}()", node)
 
 
 def _join(prim_name: str) -> Any:
     def lower_join(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         seq = args[0] if args else None
-        axis = lowerer.param(kwargs["axis"]) if "axis" in kwargs else (
+        axis = lowerer.prims.param(kwargs["axis"]) if "axis" in kwargs else (
             args[1].value if len(args) > 1 else 0)
         if axis is None and prim_name == "concatenate" and isinstance(seq, Pack):
-            seq = Pack([lowerer.numpy_call(np.ravel, [a], {}, node) for a in seq.items])
+            seq = Pack([lowerer.prims.numpy_call(np.ravel, [a], {}, node) for a in seq.items])
             axis = 0                              # NumPy flattens every input first
-        if lowerer.is_runtime_list(seq):
-            return lowerer.join_list(prim_name, seq, axis, node)
+        if lowerer.lists.is_runtime_list(seq):
+            return lowerer.lists.join(prim_name, seq, axis, node)
         if not isinstance(seq, Pack):
             raise lowerer.error(f"np.{prim_name} is compiled on a list or a tuple of arrays",
                                 node)
-        return lowerer.prim(PRIMITIVES[prim_name], seq.items, {"axis": axis}, prim_name, node)
+        return lowerer.prims.prim(PRIMITIVES[prim_name], seq.items, {"axis": axis}, prim_name, node)
     return lower_join
 
 
@@ -194,8 +194,8 @@ def _einsum(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
             raise lowerer.error("np.einsum is compiled with a literal subscripts string or "
                                 "literal sublists of ints", node)
         subscripts, operands = sublist_subscripts(tuple(spelled))
-    return lowerer.prim(PRIMITIVES["einsum"], operands, {"subscripts": subscripts}, "einsum",
-                        node)
+    return lowerer.prims.prim(PRIMITIVES["einsum"], operands, {"subscripts": subscripts}, "einsum",
+                              node)
 
 
 def _sublist(value: Any) -> list | None:
@@ -216,7 +216,7 @@ def _static_params(lowerer: Any, fun: Any, items: list, node: ast.AST) -> dict:
     params = {}
     for name, value in items:
         if isinstance(value, ast.AST):
-            value = lowerer.param(value)
+            value = lowerer.prims.param(value)
         if isinstance(value, Const):
             value = value.value
         if isinstance(value, Var):
@@ -238,7 +238,7 @@ def _tuple_result(fun: Any, nin: int) -> Any:
         except ValueError as exc:
             raise lowerer.error(str(exc), node) from None
         inputs = [value for _, value in items[:nin]]
-        values = [lowerer.prim(p, inputs, dict(params), p.name, node) for p in parts]
+        values = [lowerer.prims.prim(p, inputs, dict(params), p.name, node) for p in parts]
         return Pack(values) if is_tuple else values[0]
     return lower
 
@@ -247,7 +247,7 @@ def _multi_dot(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     if kwargs or len(args) != 1 or not isinstance(args[0], Pack):
         raise lowerer.error("np.linalg.multi_dot is compiled on a list or tuple literal of "
                             "arrays, without out=", node)
-    return lowerer.prim(PRIMITIVES["multi_dot"], args[0].items, {}, "multi_dot", node)
+    return lowerer.prims.prim(PRIMITIVES["multi_dot"], args[0].items, {}, "multi_dot", node)
 
 
 def _polyval(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
@@ -255,26 +255,26 @@ def _polyval(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     if kwargs or len(args) != 2:
         raise lowerer.error("np.polyval is compiled as np.polyval(p, x)", node)
     p, x = args
-    if isinstance(p, Pack) and lowerer.is_static(p):
-        p = lowerer.static_expr(node.args[0], hint="coefficients")
+    if isinstance(p, Pack) and lowerer.statics.is_static(p):
+        p = lowerer.statics.static_expr(node.args[0], hint="coefficients")
     elif isinstance(p, Pack):
-        p = lowerer.prim(PRIMITIVES["stack"], p.items, {"axis": 0}, "coefficients", node)
-    return lowerer.prim(PRIMITIVES["polyval"], [p, x], {}, "polyval", node)
+        p = lowerer.prims.prim(PRIMITIVES["stack"], p.items, {"axis": 0}, "coefficients", node)
+    return lowerer.prims.prim(PRIMITIVES["polyval"], [p, x], {}, "polyval", node)
 
 
 def _array(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
     dtype = array_options(lowerer, args, kwargs, node)
     if dtype is not None:                          # np.array(x, dtype=…): built, then cast
         out = cast_value(lowerer, _array(lowerer, args[:1], {}, node), dtype, node)
-        return lowerer.static_expr(node, hint="array") if out is None else out
+        return lowerer.statics.static_expr(node, hint="array") if out is None else out
     value = args[0]
-    if lowerer.is_runtime_list(value):            # np.array([]) is array([]): not a stack
-        return lowerer.prim(array_list, [value], {}, "array", node)
-    if isinstance(value, Pack) and not lowerer.is_static(value):
-        return lowerer.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
-    if lowerer.is_static(value):
-        return lowerer.static_expr(node, hint="array")
-    return lowerer.prim(np.copy, [value], {}, "array", node)
+    if lowerer.lists.is_runtime_list(value):            # np.array([]) is array([]): not a stack
+        return lowerer.prims.prim(array_list, [value], {}, "array", node)
+    if isinstance(value, Pack) and not lowerer.statics.is_static(value):
+        return lowerer.prims.prim(PRIMITIVES["stack"], value.items, {"axis": 0}, "array", node)
+    if lowerer.statics.is_static(value):
+        return lowerer.statics.static_expr(node, hint="array")
+    return lowerer.prims.prim(np.copy, [value], {}, "array", node)
 
 
 def _asarray(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:

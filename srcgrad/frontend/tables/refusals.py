@@ -1,10 +1,9 @@
 """Why the compiler refuses the NumPy names that no table covers, grouped by reason.
 
 :mod:`srcgrad.frontend.tables.surface` classifies NumPy's public surface from the rule table and
-the compiler's
-tables; this module only lists the rest.  A name here that a table now covers is stale, and
-``tests/test_surface.py`` says to remove it; a name absent from the installed NumPy (older or
-newer) is ignored.
+the compiler's tables; this module only lists the rest.  A name here that a table now covers is
+stale, and ``tests/structure/test_surface.py`` says to remove it; a name absent from the
+installed NumPy (older or newer) is ignored.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def _bind(lowerer: Any, sig: inspect.Signature, args: list, kwargs: dict, node: 
             value = param.default if param.default is not inspect.Parameter.empty else None
             value = Const(value) if param.name in values else value
         elif isinstance(value, ast.AST):
-            value = lowerer.expr(value) if param.name in values else lowerer.param(value)
+            value = lowerer.expr(value) if param.name in values else lowerer.prims.param(value)
         if param.name in values:
             if isinstance(value, Pack):
                 raise lowerer.error(f"{name}(): pass {param.name} as an array, not a list or "
@@ -100,7 +100,7 @@ def _ufunc(name: str) -> Any:
         if any(isinstance(a, Pack) for a in args):
             raise lowerer.error(f"scipy.special.{name}(): pass arrays, not list or tuple "
                                 "literals", node)
-        return lowerer.prim(prim, args, {}, name, node)
+        return lowerer.prims.prim(prim, args, {}, name, node)
     return lower
 
 
@@ -119,22 +119,22 @@ def _logsumexp(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         params["axis"] = tuple(params["axis"])
     b = bound["b"]
     if isinstance(b, Const) and b.value is None:
-        return lowerer.prim(logsumexp, [bound["a"]], params, "logsumexp", node)
-    return lowerer.prim(logsumexp_b, [bound["a"], b], params, "logsumexp", node)
+        return lowerer.prims.prim(logsumexp, [bound["a"]], params, "logsumexp", node)
+    return lowerer.prims.prim(logsumexp_b, [bound["a"], b], params, "logsumexp", node)
 
 
 def _multigammaln(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     bound = _bind(lowerer, _sig("a", "d"), args, kwargs, node, "scipy.special.multigammaln",
                   ("a",))
     d = _literal(lowerer, bound["d"], "scipy.special.multigammaln()'s d", node, _int)
-    return lowerer.prim(multigammaln, [bound["a"]], {"d": d}, "multigammaln", node)
+    return lowerer.prims.prim(multigammaln, [bound["a"]], {"d": d}, "multigammaln", node)
 
 
 def _polygamma(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     bound = _bind(lowerer, _sig("n", "x"), args, kwargs, node, "scipy.special.polygamma",
                   ("x",))
     n = _literal(lowerer, bound["n"], "scipy.special.polygamma()'s order n", node, _int)
-    return lowerer.prim(polygamma, [bound["x"]], {"n": n}, "polygamma", node)
+    return lowerer.prims.prim(polygamma, [bound["x"]], {"n": n}, "polygamma", node)
 
 
 def _continuous(dist: str, method: str) -> Any:
@@ -144,8 +144,8 @@ def _continuous(dist: str, method: str) -> Any:
 
     def lower(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         bound = _bind(lowerer, sig, args, kwargs, node, name, tuple(sig.parameters))
-        return lowerer.prim(continuous, list(bound.values()), {"dist": dist, "method": method},
-                            method, node)
+        return lowerer.prims.prim(continuous, list(bound.values()),
+                                  {"dist": dist, "method": method}, method, node)
     return lower
 
 
@@ -158,8 +158,8 @@ def _poisson(method: str) -> Any:
         loc = bound["loc"]
         if not (isinstance(loc, Const) and loc.value == 0 and _int(loc.value)):
             raise lowerer.error(f"{name}() is compiled without loc=", node)
-        return lowerer.prim(poisson, [bound["k"], bound["mu"]], {"method": method}, method,
-                            node)
+        return lowerer.prims.prim(poisson, [bound["k"], bound["mu"]], {"method": method}, method,
+                                  node)
     return lower
 
 
@@ -168,8 +168,8 @@ def _dirichlet(method: str) -> Any:
 
     def lower(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         bound = _bind(lowerer, _sig("x", "alpha"), args, kwargs, node, name, ("x", "alpha"))
-        return lowerer.prim(dirichlet, [bound["x"], bound["alpha"]], {"method": method},
-                            method, node)
+        return lowerer.prims.prim(dirichlet, [bound["x"], bound["alpha"]], {"method": method},
+                                  method, node)
     return lower
 
 
@@ -184,8 +184,8 @@ def _convolve(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     if mode not in CONVOLVE_MODES or method not in ("auto", "direct", "fft"):
         raise lowerer.error(f"{name}() is compiled with mode one of {', '.join(CONVOLVE_MODES)}"
                             " and method 'auto', 'direct' or 'fft'", node)
-    return lowerer.prim(signal_convolve, [bound["in1"], bound["in2"]],
-                        {"mode": mode, "method": method}, "convolved", node)
+    return lowerer.prims.prim(signal_convolve, [bound["in1"], bound["in2"]],
+                              {"mode": mode, "method": method}, "convolved", node)
 
 
 _SPECIAL_FUNCTIONS = {"logsumexp": _logsumexp, "multigammaln": _multigammaln,

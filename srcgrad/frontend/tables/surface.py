@@ -11,8 +11,9 @@ every public ``ndarray`` method, falls in exactly one class:
 - ``refused``: :data:`~srcgrad.frontend.tables.refusals.REFUSED` says why the compiler refuses it.
 
 The first two classes are read from the tables at import time, never restated here, so they
-cannot drift; :data:`REFUSED` lists only what no table covers (``tests/test_surface.py`` fails
-on a name in no class, and on a REFUSED entry that a table now covers).
+cannot drift; :data:`REFUSED` lists only what no table covers
+(``tests/structure/test_surface.py`` fails on a name in no class, and on a REFUSED entry that a
+table now covers).
 """
 
 from __future__ import annotations
@@ -240,11 +241,13 @@ def _source_tree(fn: Any) -> ast.AST:
 
 
 def dispatched_constructs() -> list[str]:
-    """The AST node types the lowering handles: its ``expr_*`` methods, and the statements its
-    methods test with ``isinstance`` (read from the lowering's own source)."""
+    """The AST node types the lowering handles: its ``expr_*`` methods, and the statements the
+    methods of the lowerer and of the parts it holds test with ``isinstance`` (read from the
+    lowering's own source)."""
     from srcgrad.frontend.lower import Lowerer
     names = {m[5:] for m in dir(Lowerer) if m.startswith("expr_")}
-    for _, fn in inspect.getmembers(Lowerer, inspect.isfunction):
+    for _, fn in [m for c in (Lowerer, *Lowerer.PARTS)
+                  for m in inspect.getmembers(c, inspect.isfunction)]:
         for node in ast.walk(_source_tree(fn)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" \
                     and len(node.args) == 2:

@@ -51,11 +51,11 @@ def _fixed(lowerer: Any, f: Any, values: dict, nodes: dict, allowed: dict[str, A
     other argument given must be None (or its default)."""
     params = {}
     for name, value in values.items():
-        if lowerer.carries(value):
+        if lowerer.prims.carries(value):
             raise lowerer.error(f"{_name(f)}(): the argument {name!r} carries a gradient; "
                                 "srcgrad differentiates only the values", node)
         if name in allowed:
-            param, default = lowerer.static_param(value, nodes[name]), allowed[name]
+            param, default = lowerer.prims.static_param(value, nodes[name]), allowed[name]
             if isinstance(param, (Var, Const)) or type(param) is not type(default) or \
                     param != default:
                 params[name] = param
@@ -79,15 +79,15 @@ def _scalar(prim: Any, hint: str, dtype: Any = None) -> Any:
     def lower(lowerer: Any, f: Any, node: ast.Call) -> Any:
         if node.keywords or len(node.args) != 1:
             values, _ = bound_arguments(lowerer, f, node, _ONE_ARG)
-            if any(lowerer.carries(v) for v in values.values()):
+            if any(lowerer.prims.carries(v) for v in values.values()):
                 raise lowerer.error(f"{_name(f)}() is compiled with one positional argument",
                                     node)
-            return lowerer.static_expr(node, hint=hint)
+            return lowerer.statics.static_expr(node, hint=hint)
         x = lowerer.expr(node.args[0])
-        if not lowerer.carries(x):
-            return lowerer.static_expr(node, hint=hint)
+        if not lowerer.prims.carries(x):
+            return lowerer.statics.static_expr(node, hint=hint)
         params = {"dtype": np.dtype(dtype)} if dtype is not None else {}
-        return lowerer.prim(prim, [x], params, hint, node)
+        return lowerer.prims.prim(prim, [x], params, hint, node)
     return lower
 
 
@@ -97,14 +97,14 @@ _ONE_ARG = inspect.Signature([inspect.Parameter("x", inspect.Parameter.POSITIONA
 def _full(lowerer: Any, f: Any, node: ast.Call) -> Any:
     values, nodes = bound_arguments(lowerer, f, node)
     fill = values.get("fill_value")
-    if not lowerer.carries(fill):
+    if not lowerer.prims.carries(fill):
         return _static_or_refuse(lowerer, f, values, node, "full")
     rest = {k: v for k, v in values.items() if k != "fill_value"}
     params = _fixed(lowerer, f, rest, nodes, {"shape": None, "dtype": None, "order": "C"},
                     node)
     if "order" in params:
         raise lowerer.error(f"{_name(f)}(): the argument 'order' is not compiled", node)
-    return lowerer.prim(full_of, [fill], params, "full", node)
+    return lowerer.prims.prim(full_of, [fill], params, "full", node)
 
 
 def _full_like(lowerer: Any, f: Any, node: ast.Call) -> Any:
@@ -112,8 +112,8 @@ def _full_like(lowerer: Any, f: Any, node: ast.Call) -> Any:
     ``a``'s shape and dtype are read."""
     values, nodes = bound_arguments(lowerer, f, node)
     fill = values.get("fill_value")
-    if not lowerer.carries(fill):
-        return lowerer.static_expr(node, hint="full")
+    if not lowerer.prims.carries(fill):
+        return lowerer.statics.static_expr(node, hint="full")
     rest = {k: v for k, v in values.items() if k not in ("a", "fill_value")}
     params = _fixed(lowerer, f, rest, nodes, {"dtype": None, "shape": None, "order": "K",
                                               "subok": True}, node)
@@ -122,11 +122,11 @@ def _full_like(lowerer: Any, f: Any, node: ast.Call) -> Any:
             raise lowerer.error(f"{_name(f)}(): the argument {name!r} is not compiled", node)
     a = nodes["a"]
     if "shape" not in params:
-        params["shape"] = lowerer.static_expr(_np_call("shape", a), hint="shape")
+        params["shape"] = lowerer.statics.static_expr(_np_call("shape", a), hint="shape")
     if "dtype" not in params:
         dtype = ast.Attribute(_np_call("asarray", a), "dtype", ast.Load())
-        params["dtype"] = lowerer.static_expr(ast.copy_location(dtype, a), hint="dtype")
-    return lowerer.prim(full_of, [fill], params, "full", node)
+        params["dtype"] = lowerer.statics.static_expr(ast.copy_location(dtype, a), hint="dtype")
+    return lowerer.prims.prim(full_of, [fill], params, "full", node)
 
 
 def _np_call(name: str, arg: ast.expr) -> ast.expr:
@@ -139,7 +139,7 @@ def _np_call(name: str, arg: ast.expr) -> ast.expr:
 def _linspace(lowerer: Any, f: Any, node: ast.Call, base: bool = False) -> Any:
     values, nodes = bound_arguments(lowerer, f, node)
     start, stop = values.get("start"), values.get("stop")
-    if not (lowerer.carries(start) or lowerer.carries(stop)):
+    if not (lowerer.prims.carries(start) or lowerer.prims.carries(stop)):
         return _static_or_refuse(lowerer, f, values, node, "samples")
     rest = {k: v for k, v in values.items() if k not in ("start", "stop")}
     allowed = {"num": 50, "endpoint": True, "axis": 0, "dtype": None}
@@ -149,14 +149,14 @@ def _linspace(lowerer: Any, f: Any, node: ast.Call, base: bool = False) -> Any:
         raise lowerer.error("np.linspace(retstep=True) is not compiled", node)
     dtype = params.pop("dtype", None)
     power = params.pop("base", 10.0)
-    samples = lowerer.prim(linspace_of, [start, stop], params if base else dict(
+    samples = lowerer.prims.prim(linspace_of, [start, stop], params if base else dict(
         params, **({"dtype": dtype} if dtype is not None else {})), "samples", node)
     if not base:
         return samples
     base_value = power if isinstance(power, (Var, Const)) else Const(power)
-    out = lowerer.prim(np.power, [base_value, samples], {}, "powers", node)
+    out = lowerer.prims.prim(np.power, [base_value, samples], {}, "powers", node)
     if dtype is not None:
-        out = lowerer.prim(PRIMITIVES["cast"], [out], {"dtype": dtype}, "powers", node)
+        out = lowerer.prims.prim(PRIMITIVES["cast"], [out], {"dtype": dtype}, "powers", node)
     return out
 
 
@@ -167,8 +167,8 @@ def _logspace(lowerer: Any, f: Any, node: ast.Call) -> Any:
 def _sequence(lowerer: Any, f: Any, node: ast.Call) -> Any:
     """``list(...)``/``tuple(...)`` of a tuple or list literal: the same items."""
     values, _ = bound_arguments(lowerer, f, node, _ITERABLE)
-    if not any(lowerer.carries(v) for v in values.values()):
-        return lowerer.static_expr(node, hint=f.__name__)
+    if not any(lowerer.prims.carries(v) for v in values.values()):
+        return lowerer.statics.static_expr(node, hint=f.__name__)
     value = values.get("iterable")
     if isinstance(value, Tree) and value.kind != "dict":
         value = Pack(list(value.children.values()))
@@ -185,10 +185,10 @@ _ITERABLE = inspect.Signature([inspect.Parameter("iterable", inspect.Parameter.P
 
 def _static_or_refuse(lowerer: Any, f: Any, values: dict, node: ast.AST, hint: str) -> Any:
     for name, value in values.items():
-        if lowerer.carries(value):
+        if lowerer.prims.carries(value):
             raise lowerer.error(f"{_name(f)}(): the argument {name!r} carries a gradient, "
                                 "which srcgrad does not follow there", node)
-    return lowerer.static_expr(node, hint=hint)
+    return lowerer.statics.static_expr(node, hint=hint)
 
 
 def cast_value(lowerer: Any, value: Any, dtype: Any, node: ast.AST) -> Any:
@@ -196,10 +196,10 @@ def cast_value(lowerer: Any, value: Any, dtype: Any, node: ast.AST) -> Any:
     a cast the gradient passes through; an integer, boolean or text dtype gives a value with
     no gradient (None is returned: the caller prints the call as a static value)."""
     if isinstance(dtype, Var):
-        if lowerer.carries(dtype):
+        if lowerer.prims.carries(dtype):
             raise lowerer.error("a dtype computed from values that carry a gradient is not "
                                 "compiled", node)
-        return lowerer.prim(cast_to, [value], {"dtype": dtype}, "cast", node)
+        return lowerer.prims.prim(cast_to, [value], {"dtype": dtype}, "cast", node)
     raw = dtype.value if isinstance(dtype, Const) else dtype
     if raw is None:
         return value
@@ -208,7 +208,8 @@ def cast_value(lowerer: Any, value: Any, dtype: Any, node: ast.AST) -> Any:
     except TypeError:
         raise lowerer.error(f"the dtype {raw!r} is not understood", node) from None
     if kind == "f":
-        return lowerer.prim(PRIMITIVES["cast"], [value], {"dtype": np.dtype(raw)}, "cast", node)
+        return lowerer.prims.prim(PRIMITIVES["cast"], [value], {"dtype": np.dtype(raw)}, "cast",
+                                  node)
     if kind in "iubUSMm":
         return None
     raise lowerer.error(f"a conversion to {np.dtype(raw)} is not compiled (complex and object "
@@ -218,7 +219,7 @@ def cast_value(lowerer: Any, value: Any, dtype: Any, node: ast.AST) -> Any:
 def lower_astype(lowerer: Any, receiver: Var, dtype: Any, node: ast.AST) -> Any:
     """``x.astype(dtype)``."""
     out = cast_value(lowerer, receiver, dtype, node)
-    return lowerer.static_expr(node, hint="cast") if out is None else out
+    return lowerer.statics.static_expr(node, hint="cast") if out is None else out
 
 
 _ARRAY_OPTIONS = inspect.Signature([
@@ -237,13 +238,13 @@ def array_options(lowerer: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
         value = bound.get(name)
         if value is None:
             continue
-        value = lowerer.param(value) if isinstance(value, ast.AST) else value
+        value = lowerer.prims.param(value) if isinstance(value, ast.AST) else value
         value = value.value if isinstance(value, Const) else value
         if value not in (None, 0, "cpu"):
             raise lowerer.error(f"np.array(..., {name}=) is not compiled", node)
     dtype = bound.get("dtype")
     if isinstance(dtype, ast.AST):
-        dtype = lowerer.param(dtype)
+        dtype = lowerer.prims.param(dtype)
     return dtype
 
 

@@ -16,7 +16,7 @@ __all__ = ["VIEW_FUNCTIONS", "WRITING_FUNCTIONS", "WRITING_METHODS", "index_kind
            "static_links", "writing_call"]
 
 # Primitives and NumPy functions (by name) whose result may share memory with an argument;
-# tests/test_views_declared.py checks every primitive of the rule table against NumPy.
+# tests/structure/test_views_declared.py checks every primitive of the rule table against NumPy.
 VIEW_FUNCTIONS = frozenset({
     "split_piece", "linalg_diagonal", "linalg_matrix_transpose", "to_scalar", "unreduce",
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "rollaxis", "squeeze",

@@ -1,0 +1,81 @@
+"""Statements kept for their effect: ``print(...)`` and ``assert`` run by the generated code as
+the user wrote them (an ``effect`` statement), and an expression whose value is not used
+(lowered, its value dropped).  A method called on an array or a list for its effect in place
+(``x.sort()``, ``xs.extend(ys)``) is refused: the compiler follows only ``.append``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Protocol
+
+from srcgrad.errors import CompileError
+from srcgrad.frontend.lists import Lists, is_append
+from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.tables import constructs as T
+from srcgrad.ir import Const, Stmt, Var
+
+__all__ = ["Effects"]
+
+
+class Host(Protocol):
+    """What the lowering of effects reads of, and asks of, the lowerer that holds it."""
+
+    statics: Statics
+    lists: Lists
+
+    def expr(self, node: ast.expr) -> Any: ...
+
+    def emit(self, stmt: Stmt) -> Var: ...
+
+    def error(self, message: str, node: ast.AST) -> CompileError: ...
+
+
+class Effects:
+    """The lowering of statements kept for their effect; the lowerer's ``effects``."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def expression(self, s: ast.Expr) -> None:
+        """An expression statement: ``xs.append(v)``, a docstring (nothing), ``print(...)``,
+        or a value not used."""
+        host, value = self.host, s.value
+        if isinstance(value, ast.Constant):
+            return                                         # a docstring
+        if is_append(value):
+            return host.lists.append(value)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            receiver = host.expr(value.func.value)
+            if host.lists.is_list(receiver):
+                raise host.error(f"srcgrad compiles a list's .append; list."
+                                 f"{value.func.attr}() is not compiled", value)
+            if isinstance(receiver, Var) and not host.statics.is_static(receiver):
+                raise host.error(f"srcgrad cannot compile .{value.func.attr}() for its "
+                                 "effect on an array", value)
+        if isinstance(value, ast.Call) and self._is_effect(value):
+            self.effect(s)                                 # print(...)
+        else:
+            host.expr(value)                               # its value is not used
+
+    def _is_effect(self, call: ast.Call) -> bool:
+        host = self.host
+        try:
+            fn = host.expr(call.func) if not isinstance(call.func, ast.Attribute) or \
+                not isinstance(host.expr(call.func.value), Var) else None
+        except CompileError:
+            return False
+        return isinstance(fn, Const) and _hashable(fn.value) and fn.value in T.EFFECTS
+
+    def effect(self, s: ast.stmt) -> None:
+        """``s`` as the user wrote it, its names renamed: run for its effect."""
+        expr, uses = self.host.statics.rename(s)
+        self.host.emit(Stmt(None, "effect", expr=expr, uses=uses))
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,63 @@
+"""What every transform shares: the function it transforms, the backend it compiles for (looked
+up once in the registry), ``strict``, why it runs on the eager engine, and the one place that
+says so: a ``FallbackWarning``, or with ``strict=True`` the ``CompileError`` instead."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from srcgrad.codegen import backend as backend_named
+from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.transforms.callables import describe
+
+__all__ = ["BaseTransform"]
+
+_UNSET: Any = object()
+
+
+class BaseTransform:
+    """A transform of a function: ``grad`` and its kin, ``jvp``, the Jacobians, ``compile``.
+
+    ``backend`` is the name the user gave, ``_backend`` the registry's Backend of that name
+    (the hooks the transform asks); ``fallback_reason`` is None while the compiled code
+    serves, else why the transform runs on the eager engine."""
+
+    fallback_reason: str | None = None
+
+    def __init__(self, fun: Callable, *, backend: str, strict: bool,
+                 updated: tuple[str, ...] = ()) -> None:
+        self._backend = backend_named(backend)
+        functools.update_wrapper(self, fun, updated=updated)
+        self.backend, self.strict = backend, strict
+
+    @property
+    def _name(self) -> str:
+        """The transformed function's name, as messages say it."""
+        return describe(self.__wrapped__)
+
+    def fall_back(self, reason: str | CompileError, *, of: str | None = None,
+                  arguments: bool = False, once: bool = False, stacklevel: int = 2,
+                  strictly: str | None = None, cause: BaseException | None = _UNSET) -> None:
+        """Say that the transform runs on the eager engine because of ``reason``: one
+        ``FallbackWarning`` for ``of`` (the function, by default), ``arguments``: for the
+        arguments of this call; ``once``: only while ``fallback_reason`` is unset, which
+        then keeps the reason.  With ``strict``, or a ``NoFallback`` reason, it raises
+        instead: a CompileError given as it is, else a CompileError of ``strictly`` (by
+        default the reason) from ``cause``."""
+        if self.strict or isinstance(reason, NoFallback):
+            if isinstance(reason, CompileError):
+                raise reason
+            error = CompileError(reason if strictly is None else strictly)
+            if cause is _UNSET:
+                raise error
+            raise error from cause
+        if once:
+            if self.fallback_reason is not None:
+                return
+            self.fallback_reason = str(reason)
+        where = " with these arguments" if arguments else ""
+        warnings.warn(f"srcgrad falls back to the eager engine for {of or self._name}{where}: "
+                      f"{reason}", FallbackWarning, stacklevel=stacklevel + 1)

@@ -1,0 +1,144 @@
+"""The corpus of realistic programs (``tests/programs/*.py``) through srcgrad.
+
+Each program is differentiated in strict and default mode and checked against central finite
+differences (and autograd or JAX where they run); ``harness.py`` says how.  One test per
+program asserts it is never WRONG, internal or mutated (a bug: marked xfail, strict, with the
+bug described, until it is fixed); ``test_outcomes_match_expected_table`` compares every
+program's outcome with ``EXPECTED``, so any change (a program that now compiles, or no longer
+does) shows up.  ``python -m tests.programs.report`` prints the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _load_harness():
+    name = "srcgrad_corpus_harness"             # tests/ is not a package: import by path
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("harness.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+harness = _load_harness()
+NAMES = harness.program_names()
+
+BUGS = {
+    "errstate_entropy": "NaN gradient: np.where's unselected branch t*log(t/p) at t=0 gives "
+                        "0*inf (compiled and eager; autograd and JAX do the same)",
+}
+
+EXPECTED = {
+    "attention": "fallback-correct",
+    "autograd_param_list": "fallback-correct",
+    "autograd_unpack_generator": "fallback-correct",
+    "bbvi_bayesian_regression": "fallback-correct",
+    "black_scholes_math": "fallback-correct",
+    "bound_method_model": "compiled",
+    "burgers_upwind": "fallback-correct",
+    "callbacks_activation": "fallback-correct",
+    "char_rnn": "fallback-correct",
+    "conv_naive_loops": "compiled",
+    "conv_sliding_window": "fallback-correct",
+    "cs231n_batchnorm": "fallback-correct",
+    "cs231n_conv_im2col": "fallback-correct",
+    "cs231n_rnn_forward": "fallback-correct",
+    "cs231n_two_layer": "fallback-correct",
+    "dataclass_config": "fallback-correct",
+    "dataclass_params": "refused",
+    "deq_fixed_point": "fallback-correct",
+    "dropout_training": "fallback-correct",
+    "errstate_entropy": "WRONG",
+    "fft_spectral_loss": "refused",
+    "fir_filter_convolve": "compiled",
+    "functional_map_zip_partial": "fallback-correct",
+    "gan_generator": "fallback-correct",
+    "global_constants": "compiled",
+    "global_random_seed": "fallback-correct",
+    "gmm": "compiled",
+    "gp_regression": "fallback-correct",
+    "gp_solve_triangular": "fallback-correct",
+    "gru_class": "refused",
+    "heat_equation": "compiled",
+    "hmm_forward": "fallback-correct",
+    "hmm_scaled": "compiled",
+    "huber_piecewise": "compiled",
+    "hyperparam_dict": "fallback-correct",
+    "input_checks": "fallback-correct",
+    "interp_trapezoid": "refused",
+    "kalman_filter": "compiled",
+    "lasso_proximal": "compiled",
+    "local_aliases": "compiled",
+    "logging_and_prints": "fallback-correct",
+    "logistic_regression": "compiled",
+    "lorenz_rk4": "fallback-correct",
+    "lstm": "compiled",
+    "maml_inner_sgd": "compiled",
+    "matrix_factorization": "compiled",
+    "maxpool_naive": "compiled",
+    "maxpool_reshape": "fallback-correct",
+    "mixture_density_network": "compiled",
+    "mlp_layer_classes": "fallback-correct",
+    "multihead_attention": "fallback-correct",
+    "namedtuple_params": "fallback-correct",
+    "namedtuple_unpacked": "compiled",
+    "nbody_potential": "compiled",
+    "nested_closures": "compiled",
+    "neural_ode_euler": "fallback-correct",
+    "odeint_pendulum": "refused",
+    "planar_flow_generator": "fallback-correct",
+    "poisson_glm_gammaln": "compiled",
+    "polyfit_vander": "fallback-correct",
+    "portfolio_markowitz": "compiled",
+    "projectile_drag": "compiled",
+    "reinforce_policy_gradient": "compiled",
+    "resnet_sequential": "fallback-correct",
+    "ridge_hyperparameter": "compiled",
+    "simulator_class": "fallback-correct",
+    "soft_kmeans": "compiled",
+    "softmax_regression_onehot": "compiled",
+    "spectral_eigh": "compiled",
+    "spring_chain_verlet": "compiled",
+    "stable_fluids_diffusion": "compiled",
+    "survival_cumsum": "compiled",
+    "transformer_block": "fallback-correct",
+    "triplet_embedding": "compiled",
+    "vae": "fallback-correct",
+    "word2vec_negative_sampling": "fallback-correct",
+}
+
+
+@functools.cache
+def result(name: str):
+    return harness.run_program(name)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=BUGS[n])) if n in BUGS else n
+    for n in NAMES])
+def test_program_is_sound(name):
+    r = result(name)
+    assert r.outcome not in ("WRONG", "internal", "mutated"), (
+        f"{name}: {r.outcome}\n  strict: {r.strict.status} {r.strict.message}\n"
+        f"  default: {r.default.status} {r.default.message}")
+
+
+def test_outcomes_match_expected_table():
+    got = {n: result(n).outcome for n in NAMES}
+    changed = {n: (EXPECTED.get(n), got.get(n)) for n in set(got) | set(EXPECTED)
+               if EXPECTED.get(n) != got.get(n)}
+    assert not changed, "outcomes changed (expected, got): " + ", ".join(
+        f"{n}: {old} -> {new}" for n, (old, new) in sorted(changed.items()))
+
+
+def test_every_bug_is_in_the_table():
+    assert set(BUGS) <= set(EXPECTED)
+    assert all(EXPECTED[n] in ("WRONG", "internal", "mutated") for n in BUGS)
