@@ -5,7 +5,7 @@ source (``srcgrad.transforms.grad``); ``srcgrad.Tensor`` is PyTorch's eager auto
 (``srcgrad.runtime``).  Both use one table of derivative rules.
 """
 
-from srcgrad import autograd, cuda, linalg, nn, optim, viz
+from srcgrad import autograd, cuda, linalg, nn, optim, tree, viz
 from srcgrad.errors import CompileError, FallbackWarning
 from srcgrad.runtime.device import device
 from srcgrad.runtime.eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
@@ -62,8 +62,9 @@ from srcgrad.runtime.eager.tensor import Size, Tensor
 from srcgrad.runtime.eager.views import cat, stack
 from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.rules.primitives import defvjp, primitive
+from srcgrad.transforms.base import show
 from srcgrad.transforms.compile import compile
-from srcgrad.transforms.grad import Transform, grad, show, value_and_grad, vjp
+from srcgrad.transforms.grad import Transform, grad, value_and_grad, vjp
 from srcgrad.transforms.jacobians import hessian, jacfwd, jacrev
 from srcgrad.transforms.jvp import jvp
 
@@ -73,7 +74,7 @@ int = int32  # noqa: A001
 
 __version__ = "0.1.0"
 
-_PUBLIC_MODULES = ("autograd", "cuda", "linalg", "nn", "optim", "viz")
+_PUBLIC_MODULES = ("autograd", "cuda", "linalg", "nn", "optim", "tree", "viz")
 """The public submodules; the others (``frontend``, ``transforms``, ``codegen`` ...) are
 reached by their full path, as internals."""
 

@@ -35,3 +35,13 @@ def vectorised_math_at_every_size():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(numba_kernels, "VECTORISED_MIN", 0)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_transforms():
+    """Each test makes its own transforms, as it did before transforms were reused: a test
+    that patches the environment (``sys.modules["cupy"]``, a rule) never meets one built by
+    another test.  tests/transforms/test_transform_cache.py tests the reuse itself."""
+    from srcgrad.transforms.cache import TRANSFORMS
+    TRANSFORMS.clear()
+    yield

@@ -42,12 +42,16 @@ def callee_gradient(g, x):
 def pop_gradient(d_list, x):
     """The gradient of ``x``, the last element appended to a list: popped from ``d_list``."""
     g = d_list.pop()
+    if g is None and isinstance(x, tuple):      # a tuple's adjoint is read item by item
+        return tuple(zero_gradient(v) for v in x)
     return zero_gradient(x) if g is None else g
 
 
 def item_gradient(d_list, i, x):
     """The gradient of ``x``, the element ``i`` of a list, read from the list's gradient."""
     g = d_list[i]
+    if g is None and isinstance(x, tuple):
+        return tuple(zero_gradient(v) for v in x)
     return zero_gradient(x) if g is None else g
 
 

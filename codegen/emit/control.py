@@ -11,6 +11,7 @@ gradients, and which totals it is handed, the analysis (``em.analysis``) says.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from srcgrad.codegen.common import support
@@ -19,7 +20,7 @@ from srcgrad.codegen.emit.symbolic import assign
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt
 
-__all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators"]
+__all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators", "within"]
 
 
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
@@ -31,7 +32,16 @@ def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
         em.backward_of[st.target] = back
     calls = [assign([st.target, back], ast.Call(_name(em.vjp_name(ir)), args, []))
              for ir in (then_ir, else_ir)]
-    return [ast.If(em.operand(st.args[0]), [calls[0]], [calls[1]])]
+    return within(st, [ast.If(em.operand(st.args[0]), [calls[0]], [calls[1]])])
+
+
+def within(st: Stmt, stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """``stmts`` under the context manager a block runs in (``with np.errstate(...)``, its
+    ``context``), or as they are."""
+    context = st.params.get("context")
+    if context is None:
+        return stmts
+    return [ast.With([ast.withitem(copy.deepcopy(context))], stmts, lineno=0)]
 
 
 def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:

@@ -13,6 +13,7 @@ import ast
 from typing import Any
 
 from srcgrad.codegen.emit import lists
+from srcgrad.codegen.emit.control import within
 from srcgrad.codegen.emit.symbolic import assign
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt, Var
@@ -80,7 +81,8 @@ def branch(em: Any, st: Stmt) -> list[ast.stmt]:
         arms = [[ast.Expr(c)] for c in calls]
     else:
         arms = [[ast.Assign([targets], c, lineno=0)] for c in calls]
-    return [ast.If(em.operand(st.args[0]), arms[0], arms[1])] + _whole(em, st, names, dots)
+    return within(st, [ast.If(em.operand(st.args[0]), arms[0], arms[1])]) + _whole(
+        em, st, names, dots)
 
 
 def loop(em: Any, st: Stmt) -> list[ast.stmt]:

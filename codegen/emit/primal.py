@@ -149,7 +149,10 @@ class Primal:
                 self.host.tracer.helpers.setdefault(name, helper)
             return st.expr
         if st.kind == "static":
-            return assign(st.target, st.expr)
+            stmt = assign(st.target, st.expr)
+            if st.params.get("draw"):
+                stmt.srcgrad_keep = True     # a random draw: never dropped, moved or inlined
+            return stmt
         if st.kind == "pack":
             items = [operand_expr(a) for a in st.args]
             return assign(st.target, ast.List(items, ast.Load()) if st.params.get("list")

@@ -291,7 +291,7 @@ class Emitter:
         call: ast.expr = ast.Call(_name(self.backward_of[st.target]), [g], [])
         if len(names) == 1:
             call = ast.Subscript(call, ast.Constant(0), ast.Load())
-        emitted = [assign(names if len(names) > 1 else names[0], call)]
+        emitted = control.within(st, [assign(names if len(names) > 1 else names[0], call)])
         if st.kind == "call":
             emitted += self._none_as_zero(wanted)
         block = st.kind == "branch"              # a block hands back None for an int

@@ -66,6 +66,9 @@ def check_current(t: Any) -> None:
 
 def check_writable(t: Tensor, value: Any = None) -> None:
     check_current(t)
+    flags = getattr(t._data, "flags", None)
+    if flags is not None and not flags.writeable:     # a sliding_window_view, broadcast_to
+        raise ValueError("assignment destination is read-only")
     if escaped(t) and isinstance(value, Tensor) and value._requires_grad:
         raise RuntimeError(
             "an array handed to NumPy as a plain array (np.asarray, np.array ...) is written "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srcgrad.runtime.eager.node import Node, edge_of
+from srcgrad.runtime.eager.node import TANGENTS, Node, edge_of
 
 __all__ = ["FUSED", "FusedBackward", "fuse", "record_as", "Underivable", "underivable"]
 
@@ -70,7 +70,11 @@ def record_as(name: str, result: Any, inputs: tuple) -> Any:
     if cls is None:
         cls = _CLASSES[FusedBackward, name] = type(name, (FusedBackward,), {"__slots__": ()})
     from srcgrad.runtime.eager.tensor import Tensor
-    return Tensor._make(result._data, cls(name, result, inputs), True)
+    fused = Tensor._make(result._data, cls(name, result, inputs), True)
+    tangent = TANGENTS["of"](result) if TANGENTS else None
+    if tangent is not None:                  # forward over this backward: it keeps its tangent
+        TANGENTS["set"](fused, tangent)
+    return fused
 
 
 class Underivable(Node):

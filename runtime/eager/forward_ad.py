@@ -39,6 +39,7 @@ import numpy as np
 
 from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager import tensor as _tensor
+from srcgrad.runtime.eager.node import TANGENTS
 from srcgrad.runtime.eager.tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
@@ -185,6 +186,9 @@ def set_tangent(t: Tensor, tangent: Tensor | None, root: bool = False) -> None:
     _tangents[key] = (weakref.ref(t, functools.partial(_forget, key)), tangent, root)
 
 
+TANGENTS.update(of=tangent_of, set=set_tangent)
+
+
 def _forget(key: int, ref: weakref.ref) -> None:
     entry = _tangents.get(key)
     if entry is not None and entry[0] is ref:
@@ -220,6 +224,9 @@ def _propagate(prim: Any, args: tuple, params: dict, result: Tensor) -> None:
         tangent = prim.jvp(tangents, result, *args, **params)
         if tangent is not None:
             set_tangent(result, _fitted(tangent, result, args, tangents))
+            node = result._grad_fn                 # a backward that reads the output sees it
+            if getattr(node, "ans", None) is not None:
+                node.ans_tangent = tangent_of(result)
     finally:
         _tensor._forward_hook = _propagate
 
@@ -236,7 +243,7 @@ def _fitted(tangent: Any, result: Tensor, args: tuple, tangents: list) -> Tensor
             tangent = Tensor.clone(tangent)
     data = result._data
     if tangent._data.dtype != data.dtype:
-        tangent = tangent.to(result.dtype)
+        tangent = tangent.to(Tensor.dtype.fget(result))      # an Array says NumPy's dtype
     if tangent._data.shape != data.shape:
         return tangent.expand(*data.shape).clone()
     if not _writable(tangent._data) or any(
@@ -318,7 +325,7 @@ def write(t: Tensor, new: Tensor | None) -> None:
             _writable(current._data):
         current.copy_(new)
     else:
-        current = new.to(t.dtype).expand(*data.shape).clone()
+        current = new.to(Tensor.dtype.fget(t)).expand(*data.shape).clone()
         set_tangent(t, current, _is_root(t))
     while t._base is not None and not _is_root(t):
         base, (kind, key) = t._base, t._view_key

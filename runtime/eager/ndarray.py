@@ -26,7 +26,7 @@ from srcgrad.runtime.eager.tensor import Tensor, apply
 from srcgrad.runtime.rules import cast, getitem, item
 from srcgrad.runtime.rules.primitives import NO_GRADIENT, NUMPY_BINDINGS, lookup
 
-__all__ = ["Array", "as_array_leaf", "as_array_constant", "full_of"]
+__all__ = ["Array", "as_array_leaf", "as_array_constant", "full_of", "plain_array"]
 
 
 def _frozen(value: Any) -> Any:
@@ -133,6 +133,20 @@ _REDUCTIONS = {(np.add, "reduce"): np.sum, (np.multiply, "reduce"): np.prod,
                (np.add, "accumulate"): np.cumsum, (np.multiply, "accumulate"): np.cumprod}
 
 
+def _into(outs: tuple, ufunc: np.ufunc, inputs: tuple) -> Any:
+    """``ufunc(*inputs, out=outs)``: the result written into the Array ``outs[0]`` as NumPy
+    writes it (cast under NumPy's ``same_kind`` rule, broadcast to its shape), and returned."""
+    if ufunc.nout != 1:
+        return NotImplemented
+    out, result = outs[0], ufunc(*inputs)
+    kind = np.result_type(getattr(result, "_data", result))
+    if not np.can_cast(kind, out.dtype, casting="same_kind"):
+        raise TypeError(f"Cannot cast ufunc output from {kind!r} to {out.dtype!r} with "
+                        "casting rule 'same_kind'")                  # as NumPy refuses it
+    out[...] = result
+    return out
+
+
 class Array(Tensor):
     """A NumPy-semantics view of the eager engine (see the module docstring)."""
 
@@ -141,9 +155,10 @@ class Array(Tensor):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if (ufunc, method) in _REDUCTIONS and len(inputs) == 1 and \
                 set(kwargs) <= {"axis", "keepdims"} and method != "__call__":
-            return _REDUCTIONS[ufunc, method](inputs[0], axis=kwargs.get("axis", 0),
-                                              **({"keepdims": True} if kwargs.get("keepdims")
-                                                 else {}))
+            keep = {"keepdims": True} if kwargs.get("keepdims") else {}
+            return _REDUCTIONS[ufunc, method](inputs[0], axis=kwargs.get("axis", 0), **keep)
+        if method == "__call__" and set(kwargs) == {"out"} and isinstance(kwargs["out"][0], Array):
+            return _into(kwargs["out"], ufunc, inputs)
         if method == "__call__" and not kwargs and ufunc in NO_GRADIENT:
             return ufunc(*_plain(inputs))
         if method != "__call__" or kwargs or ufunc not in NUMPY_BINDINGS:
@@ -328,11 +343,20 @@ def as_array_leaf(value: Any) -> Array:
     return leaf
 
 
-def private_copy(leaf: Array) -> Array:
-    """A copy of ``leaf`` the function may write into (a leaf itself may not be written)."""
+def plain_array(value: Array) -> Any:
+    """What NumPy holds where the eager run holds ``value``: its array (a float64 scalar for
+    a 0-d result NumPy gives as a scalar)."""
+    data = value._data
+    return data[()] if data.ndim == 0 and not _is_array_0d(value) else data
+
+
+def private_copy(leaf: Array, array: bool | None = None) -> Array:
+    """A copy of ``leaf`` the function may write into (a leaf itself may not be written);
+    ``array``: whether a 0-d one is a NumPy array (written in place) rather than a float
+    (default: as ``leaf`` is)."""
     with grad_mode.enable_grad():
         out = _apply(_COPY, (leaf,), {})
-    if not _is_array_0d(leaf):          # a float argument stays a scalar
+    if not (_is_array_0d(leaf) if array is None else array):   # a float stays a scalar
         _ARRAYS_0D.pop(id(out), None)
     return out
 

@@ -16,6 +16,7 @@ import numpy as np
 from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager.anomaly import STATE as ANOMALY
 from srcgrad.runtime.eager.anomaly import forward_traceback
+from srcgrad.runtime.rules.forward_rules import refuse_complex
 from srcgrad.runtime.rules.primitives import Meta, sum_to, unbroadcast
 
 __all__ = ["Node", "PrimNode", "AccumulateGrad", "TensorBase", "edge_of", "make_node", "node_class",
@@ -157,7 +158,7 @@ class PrimNode(Node):
     """
 
     __slots__ = ("_name", "prim", "params", "inputs", "metas", "needs", "ans", "_ans_version",
-                 "_ans_counter", "_saved_versions", "_released", "_has_saved")
+                 "_ans_counter", "_saved_versions", "_released", "_has_saved", "ans_tangent")
 
     def __init__(self, name: str, prim: Any, params: dict, args: tuple, needs: tuple,
                  ans: Any) -> None:
@@ -200,6 +201,7 @@ class PrimNode(Node):
         self.metas = metas
         self._saved_versions = versions
         self.ans = ans if ans_kind else None
+        self.ans_tangent = None       # the output's tangent at an open dual level, if it had one
         self._ans_counter = None
         self._ans_version = 0
         self._released = False
@@ -234,12 +236,16 @@ class PrimNode(Node):
             from srcgrad.runtime.eager.tensor import Tensor
             xs = self.inputs
             ans = None if self.ans is None else Tensor._make(self.ans, self, True)
+            if self.ans_tangent is not None:       # forward over this backward: d(ans) too
+                TANGENTS["set"](ans, self.ans_tangent)
         else:
             xs = self.inputs
             if self._saved_versions:
                 xs = [x._data if isinstance(x, TensorBase) else x for x in xs]
             ans = self.ans
         prim, params = self.prim, self.params
+        if not prim.complex_vjp:
+            refuse_complex(prim, [g, *(m[1] for m in self.metas if m), *xs])
         rules = prim.vjps if prim.argnum_vjp is None else None
         out = []
         for i, meta in enumerate(self.metas):
@@ -263,6 +269,10 @@ class PrimNode(Node):
 
 
 _NO_EDGE = (None, 0)
+TANGENTS: dict[str, Any] = {}
+"""Forward mode's ``tangent_of`` and ``set_tangent``, put here by it when it is imported: a
+backward run inside a dual level hands its saved output's tangent on (the engine's nodes do
+not import forward mode)."""
 SCALAR_EDGE = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0",
                          "WhereBackward0", "torch::autograd::CopySlices"})
 FUSED = frozenset({"TanhBackward0", "SigmoidBackward0", "ReluBackward0", "SoftmaxBackward0",

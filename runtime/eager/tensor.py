@@ -2,8 +2,7 @@
 
 The class holds the data and the autograd state (``requires_grad``, ``grad_fn``, ``grad``, the
 version counter shared with views, hooks).  Operations live in :mod:`srcgrad.runtime.eager.ops`;
-they
-all go through :func:`apply`, which runs a primitive on the arrays and records a
+they all go through :func:`apply`, which runs a primitive on the arrays and records a
 :class:`~srcgrad.runtime.eager.engine.PrimNode` when grad mode is on and an input requires grad.
 """
 
@@ -12,6 +11,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ _state = grad_mode._state
 _forward_hook: Callable[[Primitive, Sequence[Any], dict, Tensor], None] | None = None
 """Set by :mod:`srcgrad.runtime.eager.forward_ad` while a dual level is open."""
 _EMPTY: dict = {}
+_AS_CALLER = nullcontext()       # NumPy semantics: the caller's error state and filters
 _new = object.__new__
 
 NON_LEAF_GRAD_WARNING = (
@@ -313,10 +314,8 @@ class Tensor(TensorBase):
 
     @staticmethod
     def __srcgrad_primitive__(prim: Primitive, args: tuple, params: dict) -> Tensor:
-        """A primitive called on Tensors inside a rule (``create_graph``) or by users.
-
-        Replaced by :mod:`srcgrad.runtime.eager.ops` with one that names nodes as PyTorch does.
-        """
+        """A primitive called on Tensors inside a rule (``create_graph``) or by users;
+        :mod:`srcgrad.runtime.eager.ops` replaces it with one naming nodes as PyTorch does."""
         return apply(prim, prim.name, args, params)
 
 
@@ -325,8 +324,8 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
     """Run ``prim`` on the arrays of ``args`` and record it for backward when needed.
 
     ``name`` is the node name PyTorch gives the same call (``MulBackward0``); the result dtype
-    follows PyTorch's promotion (or ``dtype`` when given, or NumPy's with ``numpy_semantics``).
-    """
+    follows PyTorch's promotion (or ``dtype`` when given, or NumPy's with ``numpy_semantics``,
+    which also runs it under the caller's NumPy error state and warning filters)."""
     data = []
     requires = False
     first = None            # the dtype shared by every Tensor argument, if there is one
@@ -347,7 +346,7 @@ def apply(prim: Primitive, name: str, args: Sequence[Any], params: dict = _EMPTY
                 if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
                     a = plain(a, f"an operand of {prim.name}")
             data.append(a)
-    with np.errstate(all="ignore"):    # inf and nan without NumPy's RuntimeWarning, as PyTorch
+    with _AS_CALLER if numpy_semantics else np.errstate(all="ignore"):   # inf, nan: as PyTorch
         out = prim.fn(*data, **params) if params else prim.fn(*data)
     if type(out) is not np.ndarray:
         out = np.asarray(out) if not hasattr(out, "__cuda_array_interface__") else out

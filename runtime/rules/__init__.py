@@ -30,6 +30,10 @@ the emitters name no operation):
   (``index=index, shape=total.shape``) into ``total`` in place: ``d_x += unindex(g,
   index=i, shape=s)`` is written ``d_x = scatter_add(d_x, i, g)``;
 - ``makes_float``: it returns a Python float (shape ``()``, no ``.shape``);
+- ``complex_vjp``/``complex_jvp``: its reverse/forward rules hold for complex values (their
+  gradients carried as ``dL/da + i dL/db``); any other rule meeting one refuses it
+  (``forward_rules.refuse_complex``);
+- ``eager_only``: why the compiler refuses it (the default mode runs it on the eager engine);
 - ``int_closed``: its result is an integer (or bool) whenever every input is one (not
   ``power``: a Python int to a negative power is a float);
 - ``default_kind``: a constructor's result without a ``dtype``: ``"float"`` (``linspace``),
@@ -79,6 +83,7 @@ from srcgrad.runtime.rules.constructors import *
 from srcgrad.runtime.rules.core import *
 from srcgrad.runtime.rules.decompositions import *
 from srcgrad.runtime.rules.elementwise import *
+from srcgrad.runtime.rules.interpolation import *
 from srcgrad.runtime.rules.linalg import *
 from srcgrad.runtime.rules.lists import *
 from srcgrad.runtime.rules.matrices import *
@@ -92,5 +97,7 @@ from srcgrad.runtime.rules.solvers import *
 from srcgrad.runtime.rules.sorting import *
 from srcgrad.runtime.rules.special import *
 from srcgrad.runtime.rules.special_functions import *
+from srcgrad.runtime.rules.spectral import *
 from srcgrad.runtime.rules.statistics import *
 from srcgrad.runtime.rules.tangents import *
+from srcgrad.runtime.rules.triangular import *

@@ -327,7 +327,8 @@ MATH_TWINS = {
 """Each ``math`` function → the NumPy function whose derivative rules it shares."""
 
 
-def _math_primitive(fun: object, twin: object) -> Primitive:
+def math_primitive(fun: object, twin: object) -> Primitive:
+    """The primitive of Python's ``math`` function ``fun``, with the rules of ``twin``."""
     rules = lookup(twin)
     prim = primitive(fun, name=f"math_{fun.__name__}", nin=rules.nin, elementwise=True,
                      dtype_rule="float")
@@ -340,5 +341,5 @@ for _f in (np.real, np.conjugate):   # linear (over the reals): no complex check
     defjvp(_f, linear=True)
 
 MATH_PRIMITIVES: dict[object, Primitive] = {
-    f: _math_primitive(f, twin) for f, twin in MATH_TWINS.items()}
+    f: math_primitive(f, twin) for f, twin in MATH_TWINS.items()}
 """Each ``math`` function → its primitive (``math_log`` …)."""

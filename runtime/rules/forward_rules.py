@@ -18,6 +18,7 @@ This module imports nothing of srcgrad: :mod:`srcgrad.runtime.rules.primitives` 
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 from typing import Any
 
@@ -78,9 +79,23 @@ def forward_kind(prim: Any) -> str | None:
     return None
 
 
+def refuse_complex(prim: Any, values: list[Any]) -> None:
+    """Raise a TypeError when one of ``values`` (arrays, Tensors, their metadata, dtypes) is
+    complex and ``prim``'s rules are written for real values only (gradients of complex
+    values are carried as dL/da + i dL/db, and few rules hold for them)."""
+    for v in values:
+        dtype = getattr(getattr(v, "_data", v), "dtype", v)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c":   # (the compiler's values: no)
+            raise TypeError(f"srcgrad does not differentiate {prim.name} of complex values "
+                            "(complex values are followed through np.fft's transforms and "
+                            "np.abs only)")
+
+
 def derived_jvp(prim: Any, tangents: list[Any], ans: Any, xs: tuple, params: dict,
                 differentiable: list[bool]) -> Any:
     """The output tangent of ``prim`` by the first kind of rule it has (see the module)."""
+    if not prim.complex_jvp:
+        refuse_complex(prim, [*tangents, *xs])
     if prim.jvp_rule is not None:
         return prim.jvp_rule(tangents, ans, *xs, **params)
     if prim.linear:
@@ -94,3 +109,23 @@ def derived_jvp(prim: Any, tangents: list[Any], ans: Any, xs: tuple, params: dic
                        for i, t in enumerate(tangents) if t is not None])
     raise NotImplementedError(f"primitive {prim.name!r} has no forward-mode (JVP) rule: "
                               "give it one with defjvp or a linear/multilinear hint")
+
+
+def check_vjp_rule(rule: Any, nin: int | None) -> None:
+    """Raise a TypeError naming the mix-up when a vjp rule cannot be called as srcgrad calls
+    it, ``rule(g, ans, *inputs, **params)`` (HIPS autograd's rules take ``(ans, *inputs)`` and
+    return a function of ``g``)."""
+    if rule is None or nin is None:
+        return
+    try:
+        signature = inspect.signature(rule)
+    except (TypeError, ValueError):              # no signature to read (a builtin)
+        return
+    kinds = [p.kind for p in signature.parameters.values()]
+    positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY,
+                           inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+    if positional < 2 + nin and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        raise TypeError(f"a vjp rule is called as rule(g, ans, *inputs, **params) with "
+                        f"{nin} input(s); {getattr(rule, '__name__', 'the rule')}{signature} "
+                        "cannot take that (HIPS autograd's rules take (ans, *inputs) and "
+                        "return a function of g)")

@@ -6,12 +6,11 @@ the style of HIPS autograd's ``defvjp``.  A rule is ordinary array code::
 
     defvjp(np.sin, lambda g, ans, x: g * np.cos(x))
 
-It is called as ``rule(g, ans, *inputs, **params)`` and must return the gradient for its input
-(broadcasting is undone centrally by :func:`sum_to`, never inside a rule).  Rules use operators,
-NumPy functions, ``.shape``/``.ndim``/``.dtype``/``.size`` and other primitives, never in-place
-writes or an ``if`` on data, so the very same rule runs on NumPy or CuPy arrays (plain
-backward), on ``Tensor`` objects (``create_graph=True``) and on the compiler's symbolic values
-(which print it as source).
+It is called as ``rule(g, ans, *inputs, **params)`` and returns its input's gradient (broadcasting
+is undone centrally by :func:`sum_to`).  Rules use operators, NumPy functions, ``.shape`` and the
+like and other primitives, never in-place writes or an ``if`` on data, so the same rule runs on
+NumPy or CuPy arrays, on ``Tensor`` objects (``create_graph=True``) and on the compiler's
+symbolic values (which print it as source).
 
 Forward mode (:meth:`Primitive.jvp`) takes one tangent per input: an explicit rule given by
 :func:`defjvp`, or one derived from what the primitive is (linear, multilinear, or elementwise
@@ -33,13 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.rules.forward_rules import derived_jvp
+from srcgrad.runtime.rules.forward_rules import check_vjp_rule, derived_jvp
 
-__all__ = [
-    "Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
-    "NUMPY_BINDINGS", "NO_GRADIENT", "bind_numpy", "sum_to", "unbroadcast", "helper",
-    "is_differentiable_dtype", "NotCompiled", "defjvp",
-]
+__all__ = ["Primitive", "Meta", "primitive", "defvjp", "defvjp_argnum", "lookup", "PRIMITIVES",
+           "NUMPY_BINDINGS", "NO_GRADIENT", "bind_numpy", "sum_to", "unbroadcast", "helper",
+           "is_differentiable_dtype", "NotCompiled", "defjvp", "rules_generation"]
 
 PRIMITIVES: dict[str, Primitive] = {}
 """Every registered primitive by name: the rule table, as tests and the compiler see it."""
@@ -97,9 +94,10 @@ class Primitive:
     # Hints for the compiler's emitters and backends, set where a primitive is defined (what
     # each one means: srcgrad.runtime.rules); the emitters and backends name no operation.
     spelling = full_adjoint = accumulate_by = shift = default_kind = operator = None
-    power_of = numerator = numba = f64_twin = cuda = cuda_bool = reduce_from = reduces_with = None
+    power_of = numerator = numba = f64_twin = cuda = cuda_bool = reduce_from = None
+    reduces_with = eager_only = None
     fresh_result = makes_float = folds_seed = int_closed = fused_operator = python_raises = False
-    numba_arrays = False
+    numba_arrays = complex_vjp = complex_jvp = False
 
     def __init__(self, name: str, fn: Callable, nin: int | None = 1, *,
                  broadcasts: bool = False, elementwise: bool = False,
@@ -126,11 +124,7 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args: Any, **params: Any) -> Any:
-        for a in args:
-            handler = getattr(type(a), "__srcgrad_primitive__", None)
-            if handler is not None:
-                return handler(self, args, params)
-        for a in params.values():     # a symbolic parameter (``shape=x.shape``) in a rule
+        for a in itertools.chain(args, params.values()):   # params: ``shape=x.shape`` in rules
             handler = getattr(type(a), "__srcgrad_primitive__", None)
             if handler is not None:
                 return handler(self, args, params)
@@ -199,10 +193,7 @@ class Primitive:
                 for name, kind in table.items():
                     if merged.get(name) != "data":
                         merged[name] = kind
-        if self.argnum_vjp is not None:
-            names = [self._vararg] * len(needs)
-        else:
-            names = self._argnames()
+        names = [self._vararg] * len(needs) if self.argnum_vjp is not None else self._argnames()
         result = (merged.get("ans", ""), tuple(merged.get(n, "") for n in names))
         self._saves[needs] = result
         return result
@@ -299,8 +290,16 @@ def _signature_adapter(fun: Callable, prim: Primitive) -> Callable:
     return call
 
 
+_GENERATION = [0]     # bumped whenever rules are given: transforms made before them are stale
+
+
+def rules_generation() -> int:
+    return _GENERATION[0]
+
+
 def _as_primitive(fun: Any, nin: int | None, broadcasts: bool | None, dtype_rule: str
                   ) -> Primitive:
+    _GENERATION[0] += 1                      # its rules are about to change
     if isinstance(fun, Primitive):
         if broadcasts is not None:
             fun.broadcasts = broadcasts
@@ -326,6 +325,8 @@ def defvjp(fun: Any, *rules: Callable | None, nin: int | None = None,
     are registered as primitives of the same name and bound so that calling them on Tensors
     records the operation.  Used by the rule table and by users (``srcgrad.defvjp``).
     """
+    for rule in rules:
+        check_vjp_rule(rule, nin if nin is not None else len(rules))
     prim = _as_primitive(fun, nin if nin is not None else len(rules), broadcasts, dtype_rule)
     prim.vjps = tuple(rules)
     prim.reads = [_rule_reads(r) if r is not None else {} for r in rules]
@@ -354,6 +355,7 @@ def defjvp(fun: Any, rule: Callable | None = None, *, linear: bool = False,
     prim.jvp_rule = rule if rule is not None else prim.jvp_rule
     prim.linear, prim.multilinear = prim.linear or linear, prim.multilinear or multilinear
     prim.diagonal = prim.diagonal or diagonal
+    _GENERATION[0] += 1
     return prim
 
 

@@ -11,6 +11,7 @@ compiler calls it when it meets a SciPy function.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from srcgrad.runtime.rules.bessel import BESSEL_NAMES
 from srcgrad.runtime.rules.core import unreduce
-from srcgrad.runtime.rules.elementwise import sigmoid
+from srcgrad.runtime.rules.elementwise import MATH_PRIMITIVES, math_primitive, sigmoid
 from srcgrad.runtime.rules.forward_rules import reduced
 from srcgrad.runtime.rules.primitives import (
     NUMPY_BINDINGS,
@@ -33,7 +34,7 @@ from srcgrad.runtime.rules.reductions import log_softmax, logsumexp, softmax
 from srcgrad.runtime.rules.special_functions import SPECIAL_UFUNCS
 
 __all__ = ["erf", "erfc", "gammaln", "digamma", "polygamma", "logit", "multigammaln",
-           "logsumexp_b", "bind_scipy", "SCIPY_NAMES", "SCIPY_UFUNCS"]
+           "logsumexp_b", "bind_scipy", "SCIPY_NAMES", "SCIPY_UFUNCS", "MATH_SPECIAL"]
 
 _TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -88,6 +89,16 @@ defvjp(gammaln, lambda g, ans, x: g * digamma(x))
 defvjp(digamma, lambda g, ans, x: g * polygamma(x, n=1))
 defvjp(polygamma, lambda g, ans, x, n: g * polygamma(x, n=n + 1))
 defvjp(logit, lambda g, ans, x: np.where((x < 0) | (x > 1), np.nan, g / (x * (1.0 - x))))
+
+
+# Python's ``math.erf``, ``erfc``, ``lgamma`` and ``gamma``: primitives that call ``math`` (its
+# errors, a float) with the rules of SciPy's twins (``lgamma`` is log |Γ|, as ``gammaln``).
+# The derivatives of the gamma pair need SciPy's digamma: without SciPy they stay unruled.
+MATH_SPECIAL = {math.erf: erf, math.erfc: erfc}
+if importlib.util.find_spec("scipy") is not None:
+    MATH_SPECIAL.update({math.lgamma: gammaln, math.gamma: SPECIAL_UFUNCS["gamma"]})
+for _fun, _twin in MATH_SPECIAL.items():
+    MATH_PRIMITIVES[_fun] = math_primitive(_fun, _twin)
 
 
 @primitive(dtype_rule="float")

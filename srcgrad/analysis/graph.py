@@ -22,6 +22,7 @@ from typing import Any
 
 import networkx as nx
 
+from srcgrad.analysis.draws import check_draws
 from srcgrad.analysis.shift import invariant_values
 from srcgrad.errors import CompileError, Location
 from srcgrad.ir import Function, Var
@@ -76,6 +77,7 @@ def build_graph(fn: Function, wrt: list[str], check: bool = True,
         g.nodes[name]["active"] = True
     if check:
         _check_params(fn, g, varied, useful)
+        check_draws(fn, varied)
     _mark_saved(fn, g)
     return g
 

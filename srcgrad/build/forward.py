@@ -15,6 +15,7 @@ import ast
 import copy
 from typing import Any
 
+from srcgrad.analysis.draws import check_draws
 from srcgrad.build.job import Built, Job
 from srcgrad.build.parts import ModuleParts, where
 from srcgrad.build.pipeline import Pipeline, emitting, finish, graph, lower
@@ -80,6 +81,8 @@ class ForwardModule(ModuleParts):
         at ``positions`` carry tangents, emitting it the first time."""
         def emit(ir: Function, name: str, block: bool) -> None:
             flat = block or bool(ir.outputs())     # a tuple: its items, then their tangents
+            if not block:                  # a helper's draws (a block's: with its caller's)
+                check_draws(ir, {p for i, p in enumerate(ir.params) if i in positions})
             if flat and not block:
                 self.flat[name] = len(ir.outputs())
             self.transform(ir, [p for i, p in enumerate(ir.params) if i in positions], name,

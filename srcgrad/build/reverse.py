@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from srcgrad.analysis.draws import check_draws
 from srcgrad.analysis.floats import only_floats
 from srcgrad.analysis.graph import Analysis, BlockUse, analyse, build_graph
 from srcgrad.build.job import Built, Job
@@ -117,6 +118,8 @@ class ReverseModule(ModuleParts):
                 p for i, p in enumerate(ir.params) if i in inactive}
             graph = build_graph(ir, [p for p in ir.params if p not in nondiff], check=False,
                                 reaches=self.reaches)
+            if not block:                  # a helper's draws (a block's: with its caller's)
+                check_draws(ir, {p for p in ir.params if p not in nondiff})
             analysis = analyse(ir, graph, nondiff, use.accumulates, self.reaches)
             self.transform(ir, graph, analysis, "vjp", list(ir.params), False, name=name)
         return self.callee((callee, inactive) if inactive else callee, callee, label, "vjp",

@@ -18,9 +18,13 @@ import numpy as np
 from srcgrad.errors import CompileError, describe
 from srcgrad.frontend.aliases import Aliases
 from srcgrad.frontend.dicts import Dicts
+from srcgrad.frontend.functional import bind_name
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.local_objects import write as write_record
+from srcgrad.frontend.object_writes import refuse_statement, refuse_write
 from srcgrad.frontend.operators import Operators
 from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.read_only import guard_write
 from srcgrad.frontend.scope_index import held_vars
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.tables import constructs as T
@@ -85,6 +89,8 @@ class Assignments:
 
     def assign(self, target: ast.expr, value: Any) -> None:
         host = self.host
+        if isinstance(target, ast.Subscript):          # o.d["k"] = v: the caller's object
+            refuse_write(host, target.value, target, "this assignment")
         if host.dicts.store(target, value):             # d['k'] = v, d['a']['b'] = v
             return
         if isinstance(target, ast.Name):
@@ -92,6 +98,7 @@ class Assignments:
                     any(st.target == value.name for st in reversed(host.body)):
                 value = host.rename_var(value, target.id)
             host.scope[target.id] = value
+            bind_name(host, target.id, value, target)     # a closure's, a map object
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
                 return self.starred_assign(target, value)
@@ -121,10 +128,11 @@ class Assignments:
             if not isinstance(base, Var) or host.lists.is_list(base):
                 raise host.error("srcgrad compiles subscript writes into arrays", target)
             index = host.statics.index_param(target.slice)
+            guard_write(host, base, target)              # NumPy's error for a read-only view
             new = host.prims.prim(T.lookup("index_put"), [base, host.materialize(value, "t")],
                                   {"index": index}, f"{base.name}_set", target)
             host.aliases.write_through("", base, new, target)   # every name of it sees the write
-        else:
+        elif not (isinstance(target, ast.Attribute) and write_record(host, target, value)):
             raise host.error(f"srcgrad cannot compile an assignment to "
                              f"{describe(target).lower()}", target)
 
@@ -137,6 +145,7 @@ class Assignments:
             raise host.error("srcgrad compiles subscript writes into arrays", target)
         index = host.statics.index_param(target.slice)
         value = host.materialize(value, "t")
+        guard_write(host, base, target)                  # NumPy's error for a read-only view
         new = host.prims.prim(T.lookup("index_put"), [base, value], {"index": index},
                               f"{base.name}_set", target)
         host.aliases.write_through(target.value.id, base, new, target)
@@ -178,6 +187,7 @@ class Assignments:
 
     def aug_assign(self, s: ast.AugAssign) -> None:
         host = self.host
+        refuse_statement(host, s)                    # W = o.W; W *= 2: the caller's array
         target = s.target
         symbol = _SYMBOLS.get(type(s.op), "op")
         if not isinstance(target, (ast.Name, ast.Subscript)):
@@ -199,6 +209,7 @@ class Assignments:
             host.aliases.refuse_shared(f"{name} {symbol}=", name, host.scope[name], s)
         value = host.operators.binop(s.op, _as_load(target), s.value, s)
         old = host.scope.get(target.id) if isinstance(target, ast.Name) else None
+        guard_write(host, old, s, "output array is read-only", ("view", "T"))   # v += 1
         if isinstance(old, Var):                # an array's old contents are gone (a caller's
             for root in host.aliases.roots(old.name) | {old.name}:       # too, for a parameter)
                 host.consume(Var(root), host.line, "an array")

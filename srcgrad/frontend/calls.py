@@ -30,9 +30,15 @@ from srcgrad.frontend.callees import (
 )
 from srcgrad.frontend.callees import table_get as _lookup
 from srcgrad.frontend.dicts import Dicts
+from srcgrad.frontend.functional import Bound, call_bound, functional_call
 from srcgrad.frontend.iteration import Iteration
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.local_objects import construct, constructible
+from srcgrad.frontend.object_writes import refuse_method, refuse_out_into, refuse_passed
+from srcgrad.frontend.objects import ArgumentObjects, callable_object
 from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.randomness import Randomness
+from srcgrad.frontend.starred import has_starred, spelled_out
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.tables.views import WRITING_METHODS
@@ -62,6 +68,8 @@ class Host(Protocol):
     iteration: Iteration
     prims: Primitives
     statics: Statics
+    randomness: Randomness
+    objects: ArgumentObjects           # objects passed as arguments
 
     def expr(self, node: ast.expr) -> Any: ...
 
@@ -82,12 +90,28 @@ class Calls:
 
     def lower(self, node: ast.Call) -> Any:
         host = self.host
+        drawn = host.randomness.lower(node)      # rs.randn(*x.shape), np.random.seed(k)
+        if drawn is not None:
+            return drawn
+        if has_starred(node):                             # f(*xs, **d) of known structure
+            with spelled_out(host, node) as plain:
+                if plain is None:                  # raises if it runs: no value is read
+                    return host.expr(next(a.value for a in [*node.args, *node.keywords]
+                                          if isinstance(a, ast.Starred) or
+                                          isinstance(a, ast.keyword) and a.arg is None))
+                return self.lower(plain)
         if isinstance(node.func, ast.Lambda):
             return host.user_calls.lambda_call(node.func, node)
+        refuse_out_into(host, node)                # out=o.W: the caller's object
         if isinstance(node.func, ast.Attribute):
             receiver = host.user_calls.new_instance(node.func.value) or host.expr(node.func.value)
             if isinstance(receiver, Tree) and receiver.kind == "dict":
                 return host.dicts.method(receiver, node)         # d.get('k'), d.items()
+            method = host.objects.method(receiver, node.func.attr)
+            if method is not None:                             # obj.forward(x), an argument
+                return host.objects.call(receiver, method, node)
+            if not (isinstance(receiver, Const) and user_method(receiver.value, node.func.attr)):
+                refuse_method(host, node)          # o.W.sort(): the caller's object
             if isinstance(receiver, Var) and receiver.name not in host.static:
                 return self.method(receiver, node.func.attr, node)
             if isinstance(receiver, Const):
@@ -95,17 +119,35 @@ class Calls:
                 if bound is not None:                          # model.loss(x), Cls.make(x)
                     return host.user_calls.method_call(receiver, bound, node)
         fn = host.expr(node.func)
+        if isinstance(fn, Const) and (call := callable_object(fn.value)) is not None:
+            return host.user_calls.method_call(fn, call, node)    # model(x): its __call__
+        if isinstance(fn, Bound):                              # partial(f, a)(x)
+            return call_bound(host, fn, node)
         if isinstance(fn, Closure):                            # f = lambda u: …; f(x)
-            return host.user_calls.lambda_call(fn.node, node)
+            return host.user_calls.lambda_call(fn.node, node, fn)
+        if host.objects.method(fn, "__call__") is not None:       # an object's __call__
+            return host.objects.call(fn, host.objects.method(fn, "__call__"), node)
         if isinstance(fn, Var) and fn.name in host.static:     # rng.normal(…) of a local rng
-            return self.static_call(None, node, "value")
+            try:
+                return self.static_call(None, node, "value")
+            except CompileError as exc:                # an object's method, at the call
+                method = isinstance(node.func, ast.Attribute)
+                owner = host.statics.peek(node.func.value) if method else fn
+                raise host.objects.defer(owner, exc, node.func.attr if method else None) \
+                    from None
         if isinstance(fn, Var):
-            fn = host.user_calls.callable_default(fn, node)
+            try:
+                fn = host.user_calls.callable_default(fn, node)
+            except CompileError as exc:                # an object's __call__, at the call
+                raise host.objects.defer(fn, exc) from None
         return self.call(fn, node)
 
     # ------------------------------------------------------------------------ calls
     def call(self, fn: Const, node: ast.Call) -> Any:
         host = self.host
+        made = functional_call(host, fn.value, node)        # map, zip, reduce, partial
+        if made is not None:
+            return made
         f = generated.original(fn.value)     # a generated module's copy of a helper
         if f is not fn.value and not isinstance(f, Primitive):
             return self.static_call(fn.value, node, hint(f))     # a @helper on shapes
@@ -147,6 +189,8 @@ class Calls:
         if _lookup(T.NONDIFF_CALLS, f) is not None:
             self.refuse_out(f, node.args, node)
             return host.statics.static_expr(node, hint=label)
+        if constructible(f):                            # Dense(W, b): followed when compiling
+            return construct(host, f, node)
         if _static_when_constant(f):
             return self.static_call(f, node, label)
         if is_transform(f):
@@ -210,6 +254,7 @@ class Calls:
                         "objects of a class without __init__ made with no arguments)")
             raise host.error(f"{what} with an argument that carries a gradient is not compiled "
                              "(srcgrad does not follow a gradient through it)", node)
+        refuse_passed(host, f, node)           # zero(o.W): it may change the caller's array
         return host.statics.static_expr(node, hint=hint)
 
     def builtin_extremum(self, f: Any, node: ast.Call) -> Any:
@@ -275,19 +320,20 @@ class Calls:
             return receiver
         if spec is None:
             what = ast.unparse(node.func.value)
-            raise host.error(f"srcgrad cannot compile {what}.{name}(): .{name}() is not an "
-                             f"ndarray method it compiles, and {what} is a value known only "
-                             "when the code runs (a method of an object is compiled when the "
-                             "object is a global, a closure variable or self of the method "
-                             "differentiated; not of an object passed as an argument)", node)
+            raise host.objects.defer(receiver, host.error(
+                f"srcgrad cannot compile {what}.{name}(): .{name}() is not an ndarray method "
+                f"it compiles, and {what} is a value computed when the code runs (a method of "
+                "an object is compiled for a global, a closure variable, an argument or an "
+                "object known when compiling)", node), name)
         f, varargs = spec
         if _lookup(T.NONDIFF_CALLS, f) is not None:        # x.all(), x.round(): no gradient
             self.refuse_out(f, [node.func.value, *node.args], node)
             return host.statics.static_expr(node, hint=name)
         args = [host.prims.param(a) if i or varargs else host.expr(a)
                 for i, a in enumerate(node.args)]
-        if varargs and len(node.args) > 1:
-            args = [tuple(args)]                   # x.reshape(2, 3) is np.reshape(x, (2, 3))
+        if varargs and len(node.args) > 1:        # x.reshape(2, 3) is np.reshape(x, (2, 3))
+            args = [Pack([_as_const(a) for a in args]) if any(
+                isinstance(a, (Var, Const, Pack)) for a in args) else tuple(args)]
         kwargs = {k.arg: k.value for k in node.keywords}
         if f is None:                               # .astype(dtype), .item(), .copy()
             return T.method_special(host, name, receiver, args, kwargs, node)

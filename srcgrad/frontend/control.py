@@ -16,15 +16,19 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.callbacks import as_tree, is_function, starred_names
 from srcgrad.frontend.dicts import Dicts
 from srcgrad.frontend.inline import closure_reads
 from srcgrad.frontend.iteration import Iteration, rebound
 from srcgrad.frontend.jumps import Jumps, placeholders
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.loop_names import checking_bound, late_bound
+from srcgrad.frontend.objects import handed_as_is
 from srcgrad.frontend.parse import Source
 from srcgrad.frontend.scopes import assigned, exposed, exposed_suffixes, read
 from srcgrad.frontend.sharing import Sharing, stored_and_written
 from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.structural import known_branch, lower_in_place, over_argument
 from srcgrad.frontend.user_calls import UserCalls
 from srcgrad.ir import Closure, Pack, Stmt, Tree, Var, bind_free
 
@@ -101,13 +105,16 @@ class ControlFlow:
         src = Source(fn, host.src.filename, host.src.lines, host.src.name)
         child = host.block_lowerer(src)
         child.in_block = True
+        child.objects.handed = host.objects.handed_to(params)   # objects: their classes
+        child.objects.foreign.update(host.objects.foreign_to(params))
         handed = child.parameters                  # what its parameters are, beyond names
         handed.lists = {p for p in params if host.lists.is_list(host.scope.get(p))} | {
             p for p, v in zip(params, values or ()) if host.lists.is_list(v)}
         handed.rebuild = rebuild or {}
         handed.static = set(static)                # parameters known to carry no gradient
         handed.closures = {n: v for n in closure_reads(host.scope, read(body))
-                           if isinstance(v := host.scope.get(n), Closure)}
+                           if isinstance(v := host.scope.get(n), Closure) or handed_as_is(v)
+                           or is_function(v)}
         ir = child.lower_function()
         ir.static_names = set(child.static)
         ir.name = label
@@ -121,7 +128,8 @@ class ControlFlow:
         host = self.host
         names = closure_reads(host.scope, set().union(*(read(b) for b in blocks)) | extra)
         return sorted(n for n in names if n in host.scope and
-                      not isinstance(host.scope[n], Closure))    # closures: handed.closures
+                      not isinstance(host.scope[n], Closure) and not handed_as_is(host.scope[n])
+                      and not is_function(host.scope[n]))         # functions: handed too
 
     def bind_inputs(self, names: list[str], node: ast.AST) -> list:
         host = self.host
@@ -132,8 +140,8 @@ class ControlFlow:
                                  "srcgrad compiles reading it there", node)
         return [host.materialize(host.scope[n], n) for n in names]
 
-    def expand_inputs(self, names: list[str], sequences_as_lists: bool = False
-                      ) -> tuple[list[str], list, dict]:
+    def expand_inputs(self, names: list[str], sequences_as_lists: bool = False,
+                      starred: set[str] = frozenset()) -> tuple[list[str], list, dict]:
         """Block parameters and the values bound to them; a pytree argument is passed leaf by
         leaf (``params_w``, ``params_b`` …) and rebuilt inside the block.  What a loop only
         reads may be indexed by the counter: its tuples are passed as lists."""
@@ -143,7 +151,10 @@ class ControlFlow:
         rebuild: dict[str, tuple] = {}
         for n in names:
             value = host.scope[n]
-            if sequences_as_lists and isinstance(value, Pack) and not host.statics.is_static(value):
+            if n in starred and as_tree(value) is not None:     # f(*args) in the block
+                value = as_tree(value)
+            elif sequences_as_lists and isinstance(value, Pack) and \
+                    not host.statics.is_static(value):
                 value = Pack(value.items, is_list=True)
             if not isinstance(value, Tree):
                 params.append(n)
@@ -215,6 +226,9 @@ class ControlFlow:
         then, orelse = s.body, s.orelse or [ast.copy_location(ast.Pass(), s)]
         for block in (then, orelse):
             host.jumps.refuse_returns(block)
+        known = host.objects.known_branch(s, known_branch(host, s))   # known when compiling
+        if known is not None:
+            return lower_in_place(host, known)
         cond = self.condition(s.test)
         assigned_here = assigned(then) | assigned(orelse)
         live = host.live_after()
@@ -230,7 +244,8 @@ class ControlFlow:
         inputs = self.inputs_of([then, orelse], {n for n in outputs if n in host.scope})
         host.sharing.check_block_writes(then + orelse, set(), s)
         label = host.fresh(f"{host.src.name}_if_{s.lineno}")
-        params, values, rebuild = self.expand_inputs(inputs, True)
+        params, values, rebuild = self.expand_inputs(inputs, True,
+                                                     starred_names([then, orelse]))
         then_ir = self.block_function(then, params, outputs, f"{label}_then", s, rebuild,
                                       values)
         if missing:
@@ -260,6 +275,10 @@ class ControlFlow:
 
     # ------------------------------------------------------------------------------ for
     def for_statement(self, s: ast.For) -> None:
+        with over_argument(self.host, s):      # over a list argument: unrolled at the call?
+            self._for_statement(s)
+
+    def _for_statement(self, s: ast.For) -> None:
         host = self.host
         items = host.iteration.unrolled_items(s)
         if items is not None:
@@ -282,13 +301,12 @@ class ControlFlow:
     def _loop(self, s: ast.stmt, body: list[ast.stmt], counter: str, trip: Any,
               test: ast.expr | None, orelse: list[ast.stmt] | None = None) -> None:
         host = self.host
+        body, late = late_bound(host, s, body, test, counter, orelse)   # bound in it first
         body, stop = host.jumps.loop_jumps(body, s)
-        if not orelse:
-            self._loop_block(s, body, counter, trip, test, stop)
-            return
-        with host.live_as(host.live_after() | exposed(orelse)):    # what the else block reads
+        with checking_bound(host, late, s, exposed(orelse or [])):   # what the else reads
             pack, flag = self._loop_block(s, body, counter, trip, test, stop)
-        self._else(s, orelse, pack, flag)
+        if orelse:
+            self._else(s, orelse, pack, flag)
 
     def _loop_block(self, s: ast.stmt, body: list[ast.stmt], counter: str, trip: Any,
                     test: ast.expr | None, stop: str | None) -> tuple[Var, int | None]:
@@ -306,13 +324,15 @@ class ControlFlow:
                                             set()) if n not in carried and n != counter]
         host.sharing.check_block_writes(body, read([test]) if test is not None else set(), s)
         label = host.fresh(f"{host.src.name}_loop_{s.lineno}")
-        const_params, const_values, rebuild = self.expand_inputs(consts, True)
+        const_params, const_values, rebuild = self.expand_inputs(consts, True,
+                                                                 starred_names([body]))
         params = [counter, *carried, *const_params]
         outputs = carried + ([stop] if stop else [])
         static = {n for n in carried if host.statics.is_static(host.scope[n])}
         while True:              # counters (n += 1) stay static when every iteration keeps them
             body_ir = self.block_function(body, params, outputs, f"{label}_body", s, rebuild,
-                                          [None] * (1 + len(carried)) + const_values, static)
+                                          [None] * (1 + len(carried)) + const_values,
+                                          static | {counter})      # the counter: an int
             made = dict(zip(carried, body_ir.outputs()))
             lost = {n for n in static if made.get(n) not in body_ir.static_names}
             if not lost:

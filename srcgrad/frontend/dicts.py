@@ -20,9 +20,11 @@ from typing import Any, Protocol
 from srcgrad.errors import CompileError
 from srcgrad.frontend.aliases import Aliases
 from srcgrad.frontend.dict_values import Local, holds, ordered_keys
+from srcgrad.frontend.local_objects import refuse_value
 from srcgrad.frontend.operators import Operators
 from srcgrad.frontend.parse import Env
 from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.structural import dict_argument, global_dict, missing_key
 from srcgrad.ir import Closure, Const, Pack, Tree, Var
 
 __all__ = ["Dicts", "key_value"]
@@ -164,6 +166,8 @@ class Dicts:
         """``d[k]`` of a dict with keys known when compiling."""
         host = self.host
         key = self.key(node.slice)
+        if key not in base.children and (stand_in := missing_key(host, key, node)) is not None:
+            return stand_in                       # KeyError if the code gets here
         if key not in base.children:
             raise host.error(f"the key {key!r} is not in this dict when the code reaches "
                              f"here (Python raises KeyError); its keys are "
@@ -189,11 +193,15 @@ class Dicts:
                         raise host.error("dict() of pairs whose keys are known when "
                                          "compiling is compiled", arg)
                     out.children[k.value] = self.item(pair.items[1], arg)
+            elif isinstance(value, Const) and type(value.value) is dict and (
+                    table := global_dict(host, value, arg)) is not None:
+                out.children.update(table.children)      # dict(DEFAULTS): by its keys
             elif host.statics.is_static(value):
                 return host.statics.static_expr(node, hint="table")
             else:
-                raise host.error("srcgrad compiles dict() of keywords, of a dict, or of a "
-                                 "list of (key, value) pairs known when compiling", arg)
+                error = host.error("srcgrad compiles dict() of keywords, of a dict, or of a "
+                                   "list of (key, value) pairs known when compiling", arg)
+                raise dict_argument(error) if self.parameter(value) else error
         for k in node.keywords:
             out.children[k.arg] = self.item(host.expr(k.value), k.value)
         return out
@@ -259,6 +267,12 @@ class Dicts:
                 raise host.error("sorted() of keys that do not compare", node) from None
         return Pack([Const(k) for k in keys], is_list=f is not builtins.tuple)
 
+    def parameter(self, value: Any) -> bool:
+        """Whether ``value`` is a parameter, in code compiled before the arguments are seen
+        (a dict argument's code is then compiled at the call)."""
+        host = self.host
+        return host.treeless and isinstance(value, Var) and value.name in host.param_names
+
     def unknown(self, value: Any, node: ast.AST) -> bool:
         """A parameter read as a dict (``p.items()``) in the code compiled before the
         structure of the arguments is known: True for a differentiated one (its code comes
@@ -269,9 +283,9 @@ class Dicts:
             return False
         if host.source_names.get(value.name) in host.wrt_users:
             return True
-        raise host.error("srcgrad compiles the keys, values and items of a dict argument "
-                         "that is differentiated (in wrt); this one is not (add it to wrt, "
-                         "or pass the arrays it holds as arguments)", node)
+        raise dict_argument(host.error(f"srcgrad compiles {ast.unparse(node)} of a dict "
+                                       "argument when it sees the dict: at the call (a dict "
+                                       "argument not differentiated)", node))
 
     # ----------------------------------------------------------------------- writing
     def writable(self, base: Tree, node: ast.AST) -> None:
@@ -341,6 +355,7 @@ class Dicts:
     def local_value(self, value: Any, node: ast.AST) -> None:
         """Refuse a lambda or a dict the function built used as one run-time value."""
         host = self.host
+        refuse_value(host, value, node)             # an object made in the function
         if isinstance(value, Closure):
             raise host.error("a lambda is compiled only where it is called (not passed, "
                              "stored or carried into a loop or branch)", node)

@@ -1,16 +1,20 @@
-"""Statements kept for their effect: ``print(...)`` and ``assert`` run by the generated code as
-the user wrote them (an ``effect`` statement), and an expression whose value is not used
-(lowered, its value dropped).  A method called on an array or a list for its effect in place
-(``x.sort()``, ``xs.extend(ys)``) is refused: the compiler follows only ``.append``.
+"""Statements kept for their effect: ``print(...)``, logging calls and ``assert`` run by the
+generated code as the user wrote them (an ``effect`` statement), and an expression whose
+value is not used (lowered, its value dropped).  A method called on an array or a list for
+its effect in place (``x.sort()``, ``xs.extend(ys)``) is refused: the compiler follows only
+``.append``.
 """
 
 from __future__ import annotations
 
 import ast
+import logging
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.lists import Lists, is_append
+from srcgrad.frontend.object_writes import refuse_method
+from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.ir import Const, Stmt, Var
@@ -23,6 +27,7 @@ class Host(Protocol):
 
     statics: Statics
     lists: Lists
+    randomness: Randomness
 
     def expr(self, node: ast.expr) -> Any: ...
 
@@ -44,12 +49,16 @@ class Effects:
         if isinstance(value, ast.Constant):
             return                                         # a docstring
         if is_append(value):
+            refuse_method(host, value)                 # o.lst.append(v): the caller's list
             return host.lists.append(value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
             receiver = host.expr(value.func.value)
             if host.lists.is_list(receiver):
                 raise host.error(f"srcgrad compiles a list's .append; list."
                                  f"{value.func.attr}() is not compiled", value)
+            if host.randomness.draws_from(receiver, value):
+                host.expr(value)                           # rs.randn(): the stream moves on
+                return
             if isinstance(receiver, Var) and not host.statics.is_static(receiver):
                 raise host.error(f"srcgrad cannot compile .{value.func.attr}() for its "
                                  "effect on an array", value)
@@ -65,12 +74,29 @@ class Effects:
                 not isinstance(host.expr(call.func.value), Var) else None
         except CompileError:
             return False
-        return isinstance(fn, Const) and _hashable(fn.value) and fn.value in T.EFFECTS
+        return isinstance(fn, Const) and (_hashable(fn.value) and fn.value in T.EFFECTS
+                                          or _is_logging(fn.value))
 
     def effect(self, s: ast.stmt) -> None:
         """``s`` as the user wrote it, its names renamed: run for its effect."""
+        self.host.randomness.lower_inside(s)           # print(rs.randn()): drawn once, here
         expr, uses = self.host.statics.rename(s)
         self.host.emit(Stmt(None, "effect", expr=expr, uses=uses))
+
+
+_LOG_CALLS = frozenset({"debug", "info", "warning", "error", "critical", "exception", "log"})
+
+
+def _is_logging(fn: Any) -> bool:
+    """``logging.info`` (and its siblings), or that method of a logger known when compiling
+    (``logger = logging.getLogger(__name__)`` as a global): it runs in the forward."""
+    name = getattr(fn, "__name__", None)
+    if name not in _LOG_CALLS:
+        return False
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        return isinstance(owner, (logging.Logger, logging.LoggerAdapter))
+    return getattr(logging, name, None) is fn
 
 
 def _hashable(value: Any) -> bool:

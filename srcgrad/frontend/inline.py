@@ -5,25 +5,29 @@ they mean in Python).  The callee's names live in a scope of their own; its glob
 are its own (a free name that the caller reads with another value is refused, not confused).
 
 A nested ``def`` (or a lambda bound to a name) is a closure over the enclosing function's
-names.  It is compiled when the names it reads from there are not assigned again after it is
-defined: its value at each call is then the one it had when it was defined, as in Python, and
-a loop or branch that calls it is handed those names too.
+names, defined anywhere in it (in a loop or branch too).  As in Python, it reads those names'
+values when it is called (late binding): the values they hold in scope at the call, which a
+loop or branch that calls it is handed too.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import inspect
+import itertools
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.jumps import Jumps
+from srcgrad.frontend.local_objects import implicit_return, receiver_key
 from srcgrad.frontend.parse import Env, Source, parse_function
 from srcgrad.frontend.scopes import assigned, exposed, read, walk
-from srcgrad.ir import Closure, Const, constant, value_expr
+from srcgrad.ir import Closure, Const, Pack, constant, value_expr
 
-__all__ = ["lambda_call", "inline_call", "define", "closure_reads", "live_in"]
+__all__ = ["lambda_call", "inline_call", "define", "closure_reads", "live_in", "capture",
+           "escaping", "bindings_of"]
 
 _DEPTH = 32                 # nested calls of closures lowered in place, at most
 
@@ -33,6 +37,7 @@ class Host(Protocol):
     names, and the bodies being lowered in place (a recursion among them is refused)."""
 
     src: Source
+    env: Env
     scope: dict[str, Any]
     free: dict[str, Any]               # the module's globals, bound when it loads
     in_block: bool                     # a branch or loop body, lowered as a function
@@ -61,9 +66,6 @@ def define(lowerer: Host, node: ast.stmt, rest: list[ast.stmt]) -> bool:
                             "the value in a statement of its own", walrus)
     if not isinstance(node, ast.FunctionDef):
         return False
-    if lowerer.in_block:
-        raise lowerer.error("srcgrad compiles a nested function defined at the top level of "
-                            "the function, not inside a loop or branch", node)
     if node.decorator_list:
         raise lowerer.error("srcgrad cannot compile a decorated nested function", node)
     bad = next((n for n in ast.walk(node) if isinstance(n, (
@@ -81,14 +83,8 @@ def define(lowerer: Host, node: ast.stmt, rest: list[ast.stmt]) -> bool:
                             "not compile (return the new value instead)", node)
     closure = Closure(node)
     closure.defaults = _defaults(lowerer, node.args, node)
-    free = _free_names(node)
     closure.outer = {a.arg for a in ast.walk(lowerer.src.node.args) if isinstance(a, ast.arg)}
     closure.outer |= assigned(list(lowerer.src.node.body)) | set(lowerer.scope)
-    again = sorted(free & assigned(rest))
-    if again:
-        raise lowerer.error(f"the nested function {node.name}() reads {again[0]!r}, which is "
-                            "assigned again after it is defined; srcgrad compiles closures "
-                            "over names that keep their value (pass it as an argument)", node)
     lowerer.scope[node.name] = closure
     return True
 
@@ -130,6 +126,7 @@ def lambda_call(lowerer: Host, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
             values.append(Const(defaults[n]))
         else:
             raise lowerer.error(f"the call gives no value for the parameter {n!r}", node)
+    _same_globals(lowerer, closure, node)
     stack = lowerer.closure_stack
     if len(stack) >= _DEPTH or isinstance(fn, ast.FunctionDef) and fn in stack:
         raise lowerer.error("a nested function that calls itself is not compiled (recursion)",
@@ -137,14 +134,17 @@ def lambda_call(lowerer: Host, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
     if isinstance(fn, ast.FunctionDef):
         return _def_call(lowerer, fn, dict(zip(names, values)), node, stack, closure)
     saved = {n: lowerer.scope[n] for n in names if n in lowerer.scope}
+    extra = {k: v for k, v in {**_bindings(closure), **_bindings(Pack(values))}.items()
+             if k not in lowerer.scope}       # what captured closures read: while it runs
     stack.append(fn)
     try:
+        lowerer.scope.update(extra)
         for n, v in zip(names, values):
             lowerer.scope[n] = v
-        return lowerer.expr(fn.body)
+        return escaping(lowerer, lowerer.expr(fn.body), set(names))    # its parameters go
     finally:
         stack.pop()
-        for n in names:
+        for n in [*names, *extra]:
             lowerer.scope.pop(n, None)
         lowerer.scope.update(saved)
 
@@ -153,8 +153,8 @@ def inline_call(lowerer: Host, callee: Any, values: list, keywords: dict, node: 
                 ) -> Any:
     """``callee(*values, **keywords)`` lowered in place (a list or tuple among them)."""
     name = getattr(callee, "__name__", "helper")
-    stack = lowerer.inlining
-    if callee in stack:
+    stack, key = lowerer.inlining, receiver_key(callee, values)   # a method: with its object
+    if key in stack or len(stack) >= _DEPTH:
         raise lowerer.error(f"{name} calls itself with a list (recursion is not compiled)",
                             node)
     src = parse_function(callee)
@@ -169,16 +169,98 @@ def inline_call(lowerer: Host, callee: Any, values: list, keywords: dict, node: 
     bound.apply_defaults()
     scope = {k: v if not _plain_default(v) else default_const(lowerer, v)
              for k, v in bound.arguments.items()}
+    scope.update(_bindings(Pack(list(scope.values()))))   # what closures passed on read
     if isinstance(src.node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(src.node.body), src.node.body)]
     else:
-        body = src.node.body
-    stack.append(callee)
+        body = src.node.body + implicit_return(callee, src.node)   # __init__ returns None
+    stack.append(key)
     try:
         with lowerer.body_of(scope, f"{name}_out", src, Env(callee)):
-            return lowerer.block(lowerer.jumps.early_returns(body), structure=True)
+            return escaping(lowerer, lowerer.block(lowerer.jumps.early_returns(body),
+                                                   structure=True))
     finally:
         stack.pop()
+
+
+def _bindings(value: Any) -> dict:
+    """What a captured closure reads (its renamed free names, bound to their values), of it
+    or of the closures a literal holds."""
+    if isinstance(value, Pack):
+        return {k: v for item in value.items for k, v in _bindings(item).items()}
+    return dict(getattr(value, "bindings", {}))
+
+
+def capture(lowerer: Host, closure: Closure, only: set[str] | None = None) -> Closure:
+    """A copy of ``closure`` that reads none of the names ``only`` (None: no name of the
+    scope it is in): they are renamed to keys no user name can be (they hold a space), bound
+    in ``bindings`` to the values those names hold now.  It can then be called where those
+    names are gone (a helper it is passed to, the caller of the function or lambda that made
+    it); the values are those Python's late binding reads where the names cannot be assigned
+    again meanwhile (the caller checks that of its own names:
+    :func:`srcgrad.frontend.callbacks.passed_on`)."""
+    node, own = closure.node, _bindings(closure)
+    free = sorted(_free_names(node))
+    inner = next((a for a in ast.walk(node) if isinstance(a, ast.arg) and a.arg in free), None)
+    if inner is not None:
+        raise lowerer.error("srcgrad cannot pass on or return a function whose inner function "
+                            f"has a parameter {inner.arg!r} named as a variable it reads",
+                            inner)
+    renames, bindings, known = {}, {}, dict(getattr(closure, "globals", {}))
+    for n in free:
+        if only is not None and n not in only:
+            continue                                    # the scope it stays in has it
+        if n not in own and n not in lowerer.scope:     # a global: read where it is called
+            with contextlib.suppress(Exception):       # unresolved: Python's NameError there
+                known.setdefault(n, lowerer.env.resolve(n))
+            continue
+        renames[n] = f"{n.split(' ')[0]} captured {next(_KEYS)}"
+        bindings[renames[n]] = own[n] if n in own else lowerer.scope[n]
+    new = copy.copy(closure)
+    new.node = copy.deepcopy(node)
+    for n in ast.walk(new.node):
+        if isinstance(n, ast.Name) and n.id in renames:
+            n.id = renames[n.id]
+    if hasattr(closure, "outer"):
+        new.outer = {renames.get(n, n) for n in closure.outer}
+    kept = {k: v for k, v in own.items() if k not in renames}      # its own keys stay
+    new.bindings, new.globals = {**kept, **bindings}, known
+    return new
+
+
+def _same_globals(lowerer: Host, closure: Any, node: ast.AST) -> None:
+    """Refuse calling a captured closure where a global it reads means something else (a
+    helper of another module it was passed to)."""
+    for n, value in getattr(closure, "globals", {}).items():
+        try:
+            same = n not in lowerer.scope and lowerer.env.resolve(n) is value
+        except Exception:  # noqa: BLE001 - unresolved here
+            same = False
+        if not same:
+            raise lowerer.error(f"a function passed on reads the global {n!r}, which is "
+                                "another value where it is called; srcgrad does not compile "
+                                "that (pass the value as an argument)", node)
+
+
+def escaping(lowerer: Host, value: Any, only: set[str] | None = None) -> Any:
+    """A value leaving the scope it was made in (a lambda's or helper's result, an argument
+    passed on): its closures captured (:func:`capture`), of the names ``only`` that leave
+    with it (None: every name of the scope)."""
+    if isinstance(value, Pack) and _holds_closure(value):     # else the very literal
+        out = copy.copy(value)
+        out.items = [escaping(lowerer, v, only) for v in value.items]
+        return out
+    return capture(lowerer, value, only) if isinstance(value, Closure) else value
+
+
+def _holds_closure(value: Any) -> bool:
+    if isinstance(value, Pack):
+        return any(_holds_closure(v) for v in value.items)
+    return isinstance(value, Closure)
+
+
+bindings_of = _bindings
+_KEYS = itertools.count()
 
 
 def _def_call(lowerer: Host, fn: ast.FunctionDef, bound: dict, node: ast.Call,
@@ -197,11 +279,14 @@ def _def_call(lowerer: Host, fn: ast.FunctionDef, bound: dict, node: ast.Call,
         raise lowerer.error(f"{fn.name}() reads {missing[0]!r}, which has no value here",
                             node)
     scope = {n: v for n, v in lowerer.scope.items() if n not in local}
+    captured = {**_bindings(closure), **_bindings(Pack(list(bound.values())))}
+    scope.update({k: v for k, v in captured.items() if k not in scope})   # a block's own first
     scope.update(bound)
     stack.append(fn)
     try:
         with lowerer.body_of(scope, f"{fn.name}_out"):
-            return lowerer.block(lowerer.jumps.early_returns(list(fn.body)), structure=True)
+            return escaping(lowerer, lowerer.block(lowerer.jumps.early_returns(
+                list(fn.body)), structure=True), local | set(bound))   # its own names go
     finally:
         stack.pop()
 
@@ -261,5 +346,6 @@ def default_const(lowerer: Host, value: Any) -> Const:
 
 
 def _plain_default(value: Any) -> bool:
+    from srcgrad.frontend.local_objects import Record
     from srcgrad.ir import Closure, Pack, Tree, Var
-    return not isinstance(value, (Var, Const, Pack, Tree, Closure))
+    return not isinstance(value, (Var, Const, Pack, Tree, Closure, Record))

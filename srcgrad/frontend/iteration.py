@@ -11,6 +11,7 @@ items are known when compiling, and Python runs the body once per item, as the c
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -19,9 +20,12 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.assignments import Assignments
 from srcgrad.frontend.dict_values import Local, ordered_keys
 from srcgrad.frontend.dicts import Dicts
-from srcgrad.frontend.loop_binding import target_binding, trip_expr
+from srcgrad.frontend.itertools_loops import itertools_items
+from srcgrad.frontend.loop_binding import check_indexed, counted, target_binding, trip_expr
+from srcgrad.frontend.objects import ArgumentObjects
 from srcgrad.frontend.parse import Source
 from srcgrad.frontend.scopes import assigned, exposed, exposed_suffixes, read, walk
+from srcgrad.frontend.starred import expand, has_starred
 from srcgrad.frontend.statics import Statics
 from srcgrad.ir import Const, Pack, Stmt, Tree, Var
 from srcgrad.runtime.rules.primitives import NotCompiled
@@ -44,6 +48,7 @@ class Host(Protocol):
     dicts: Dicts
     assignments: Assignments
     statics: Statics
+    objects: ArgumentObjects           # objects passed as arguments
 
     def statement(self, s: ast.stmt) -> None: ...
 
@@ -68,7 +73,7 @@ class Iteration:
     def unrolled_items(self, s: ast.For) -> list | None:
         """The items of a loop that is unrolled, or None: the loop is lowered as a loop."""
         host = self.host
-        found = self._sequence(s.iter)
+        found = self._sequence(s.iter) or host.objects.sequence(s.iter)
         if found is None and host.treeless and _dict_loop(s.iter):
             for n in ast.walk(s.iter):     # refused here when it is not differentiated
                 host.dicts.unknown(host.scope.get(getattr(n, "id", None)), s.iter)
@@ -76,7 +81,9 @@ class Iteration:
         if found is None:
             return None
         items, structured = found
-        if not structured and not self._indexes_structure(s):
+        if not structured and not self._indexes_structure(s) and not any(
+                host.objects.is_object(v) for v in items) and not host.objects.uses_made(
+                s.body):                                # objects: unrolled
             return None
         jumps = [n for n in walk(s.body) if isinstance(n, (ast.Break, ast.Continue, ast.Return))]
         if s.orelse or jumps:
@@ -148,6 +155,9 @@ class Iteration:
         """The items of an iterable known when compiling, and whether one of them is a
         structure (a tuple or tree, which a loop counter cannot index)."""
         host = self.host
+        found = itertools_items(host, node, self._sequence, self._known_int, _UNROLL_LIMIT)
+        if found is not None:
+            return found
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id not in host.scope:
             return self._call_sequence(node)
@@ -169,8 +179,11 @@ class Iteration:
         return items, any(isinstance(v, (Tree, Pack)) for v in items)
 
     def _call_sequence(self, node: ast.Call) -> tuple[list, bool] | None:
+        if has_starred(node):                     # zip(*pairs) of a known structure
+            with contextlib.suppress(CompileError):
+                node = expand(self.host, node, None) or node
         name, args = node.func.id, node.args
-        if any(isinstance(a, ast.Starred) for a in args):
+        if has_starred(node):
             return None
         if name == "range" and not node.keywords and 1 <= len(args) <= 3:
             bounds = [self._known_int(a) for a in args]
@@ -239,12 +252,18 @@ class Iteration:
                           "srcgrad does not follow (it orders pytree keys); iterate "
                           "sorted(d), sorted(d.keys()) or sorted(d.items())", node)
 
+    def known_int(self, node: ast.expr) -> int | None:
+        return self._known_int(node)
+
     def _known_int(self, node: ast.expr) -> int | None:
         """An integer known when compiling: a constant, a name bound to one, ``len`` of a
         structure, and sums, differences and products of those."""
         host = self.host
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
+        if isinstance(node, ast.Attribute):             # cfg.n_layers of an argument object
+            value = host.objects.settled(node)
+            return value if type(value) is int else None
         if isinstance(node, ast.Name):
             value = host.scope.get(node.id)
             return value.value if isinstance(value, Const) and type(value.value) is int \
@@ -302,6 +321,9 @@ class Iteration:
         host = self.host
         if isinstance(node, ast.Name) and node.id not in rebound:
             return node
+        if isinstance(node, ast.Call) and has_starred(node):     # zip(*[xs, ys])
+            with contextlib.suppress(CompileError):
+                node = expand(host, node, None) or node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "enumerate" and len(node.args) == 1 and \
                 [k.arg for k in node.keywords] == ["start"]:
@@ -312,7 +334,8 @@ class Iteration:
             if node.func.id == "range":
                 return node
             new = copy.copy(node)
-            new.args = [a if isinstance(a, ast.Constant) else self.hoist_iterable(a, rebound)
+            new.args = [a if isinstance(a, (ast.Constant, ast.Starred)) else
+                        self.hoist_iterable(a, rebound)
                         for a in node.args]          # enumerate(xs, 1): a constant start
             return new
         name = host.fresh_internal("sequence")
@@ -325,6 +348,8 @@ class Iteration:
     def binding(self, s: ast.For, counter: str) -> tuple[list[ast.stmt], Any]:
         """Statements that bind the loop target from the counter, and the trip count."""
         bind, length = target_binding(s, counter)
+        for node in counted(length):
+            check_indexed(self.host, node, s)
         return [bind], self._trip(length, s)
 
     def _trip(self, length: Any, node: ast.AST) -> Var:

@@ -116,6 +116,15 @@ class Jumps:
                     returns = r1 or r2
                 elif isinstance(st, (ast.For, ast.While)):
                     st.body, returns = rewrite(st.body, True)
+                elif isinstance(st, (ast.Try, ast.With)):      # each block may return
+                    blocks = [st, *getattr(st, "handlers", [])]
+                    done_in = [rewrite(b.body, in_loop) for b in blocks]
+                    for b, (new_body, _) in zip(blocks, done_in):
+                        b.body = new_body
+                    returns = any(r for _, r in done_in)
+                    if isinstance(st, ast.Try):    # a body that returns skips its else block
+                        st.orelse, r_else = rewrite([] if done_in[0][1] else st.orelse, in_loop)
+                        returns = returns or r_else
                 out.append(st)
                 if returns:
                     rest, _ = rewrite(stmts[i + 1:], in_loop)

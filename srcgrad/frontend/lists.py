@@ -27,6 +27,7 @@ import numpy as np
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.list_operands import array_inputs
+from srcgrad.frontend.local_objects import Record
 from srcgrad.frontend.primitives import Primitives
 from srcgrad.frontend.statics import Statics
 from srcgrad.ir import Const, Pack, Stmt, Tree, Var
@@ -97,7 +98,9 @@ class Lists:
             raise host.error("list.append takes one argument", call)
         name = call.func.value.id
         lst = host.expr(call.func.value)
-        value = host.materialize(host.expr(call.args[0]), "item")
+        value = host.expr(call.args[0])
+        if not (isinstance(lst, Pack) and isinstance(value, Record)):   # an object made here
+            value = host.materialize(value, "item")                  # stays one, in a literal
         if not self.is_list(lst):
             raise host.error(f"srcgrad compiles .append on lists; {name!r} is not one here",
                              call)

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 from typing import Any
 
-__all__ = ["target_binding", "trip_expr"]
+from srcgrad.ir import Const, Pack, Stmt, Var
+from srcgrad.runtime.rules.primitives import NotCompiled
+
+__all__ = ["target_binding", "trip_expr", "counted", "check_indexed", "indexed_sequence"]
 
 
 def target_binding(s: ast.For, counter: str) -> tuple[ast.stmt, Any]:
@@ -76,3 +80,44 @@ def trip_expr(length: Any) -> ast.expr:
     if kind == "len":
         return ast.Call(ast.Name("len", ast.Load()), [copy.deepcopy(length[1])], [])
     return ast.Call(ast.Name("min", ast.Load()), [trip_expr(p) for p in length[1]], [])
+
+
+def counted(length: Any) -> list[ast.expr]:
+    """The iterables whose length a trip count reads (``range`` has none to check)."""
+    if length[0] == "len":
+        return [length[1]]
+    if length[0] == "min":
+        return [n for part in length[1] for n in counted(part)]
+    return []
+
+
+def indexed_sequence(value: Any) -> bool:
+    """Whether a loop counter indexes ``value`` as Python iterates it: a list, tuple, range or
+    str, or an array of any backend's library (NumPy, CuPy, Dask: ``ndim`` and rows)."""
+    return isinstance(value, (list, tuple, range, str)) or getattr(value, "ndim", 0) >= 1
+
+
+def check_indexed(host: Any, node: ast.expr, s: ast.For) -> None:
+    """Code that raises ``NotCompiled`` when the iterable ``node`` is not one a counter walks
+    as Python iterates it (a dict iterates its keys, a set has no index, an iterator no
+    length): the eager engine, or with ``strict`` the refusal, answers.  A list the function
+    builds, or a sequence known when compiling, needs no check."""
+    if isinstance(node, ast.Name):
+        value = host.scope.get(node.id)
+        if isinstance(value, Pack) or isinstance(value, Const) and indexed_sequence(
+                value.value) or isinstance(value, Var) and value.name in host.runtime_lists:
+            return
+    written, uses = host.statics.rename(node)
+    where = host.src.where(s.iter)                 # as the comments say it: no folder
+    message = (f"{os.path.basename(where.filename)}:{where.lineno}: srcgrad compiles a loop over "
+               f"{host.src.text(s.iter)} when it is an array, list, tuple, range or str, "
+               "not a dict, set, view or iterator")
+    check = ast.If(ast.UnaryOp(ast.Not(), ast.Call(ast.Name("indexed_sequence", ast.Load()),
+                                                   [written], [])),
+                   [ast.Raise(ast.Call(ast.Name("NotCompiled", ast.Load()),
+                                       [ast.Constant(message)], []), None)], [])
+    for n in ast.walk(check):
+        ast.copy_location(n, s.iter)
+    host.emit(Stmt(None, "effect", params={"defines": {
+        "NotCompiled": NotCompiled, "indexed_sequence": indexed_sequence}},
+        expr=check, uses=uses))

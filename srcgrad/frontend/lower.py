@@ -25,13 +25,17 @@ from srcgrad.frontend.inline import _free_names, closure_reads, define
 from srcgrad.frontend.iteration import Iteration
 from srcgrad.frontend.jumps import Jumps
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.objects import ArgumentObjects, Record
 from srcgrad.frontend.operators import Operators
 from srcgrad.frontend.parameters import Parameters
 from srcgrad.frontend.parse import Env, Source, Taken, parse_function
 from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.scope_index import Scope, held_vars, literal_items
 from srcgrad.frontend.scopes import bound, exposed_suffixes
 from srcgrad.frontend.sharing import Sharing
+from srcgrad.frontend.starred import display_items
+from srcgrad.frontend.statements import Statements
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.subscripts import Subscripts
 from srcgrad.frontend.tables import constructs as T
@@ -48,10 +52,12 @@ class Lowerer:
     primitives), ``statics`` (values printed as plain Python), ``aliases`` and ``sharing``
     (which variables may share storage), ``jumps``, ``parameters``, ``assignments``,
     ``effects``, ``lists``, ``dicts``, ``operators``, ``subscripts``, ``calls``,
-    ``user_calls``, ``control`` (branches and loops) and ``iteration``."""
+    ``user_calls``, ``control`` (branches and loops), ``iteration``, ``randomness`` and
+    ``objects`` (user objects: arguments, and objects made in the function)."""
 
     PARTS = (Primitives, Statics, Aliases, Sharing, Jumps, Parameters, Assignments, Effects,
-             Lists, Dicts, Subscripts, Operators, Calls, UserCalls, ControlFlow, Iteration)
+             Lists, Dicts, Subscripts, Operators, Calls, UserCalls, ControlFlow, Iteration,
+             Statements, Randomness, ArgumentObjects)
     """The classes of the objects it holds (read by :mod:`srcgrad.frontend.tables.surface`)."""
 
     def __init__(self, src: Source, env: Env, reserved: set[str],
@@ -93,10 +99,12 @@ class Lowerer:
         self.dicts = Dicts(me)
         self.subscripts = Subscripts(me)
         self.calls = Calls(me)
+        self.randomness = Randomness(me)
         self.operators = Operators(me)
         self.user_calls = UserCalls(me)
+        self.objects = ArgumentObjects(me)     # objects passed as arguments
         self.iteration = Iteration(me)
-        self.control = ControlFlow(me)
+        self.control, self.statements = ControlFlow(me), Statements(me)   # try, raise, with
         self.jumps = Jumps(lambda base: me.fresh_internal(base),
                            lambda message, node: me.error(message, node))
 
@@ -169,10 +177,10 @@ class Lowerer:
         return T.constant(value, ast.Name(alias, ast.Load()))
 
     def expr_Tuple(self, node: ast.Tuple) -> Pack:
-        return Pack([self.expr(e) for e in node.elts])
+        return Pack(display_items(self, node.elts))          # (a, *rest) spelled out too
 
     def expr_List(self, node: ast.List) -> Pack:
-        return Pack([self.expr(e) for e in node.elts], is_list=True)
+        return Pack(display_items(self, node.elts), is_list=True)
 
     def expr_ListComp(self, node: ast.ListComp) -> Var:
         return self.lists.comprehension(node)
@@ -292,7 +300,7 @@ class Lowerer:
                 if s.value is None:
                     raise self.error("the function must return a value", s)
                 value = self.expr(s.value)
-                if not (structure and isinstance(value, (Pack, Tree))):
+                if not (structure and isinstance(value, (Pack, Tree, Closure, Record))):
                     value = self.materialize(value, self.result_name)
                 elif any(isinstance(v, Closure) for v in literal_items(value)):
                     self.materialize(value, self.result_name)       # refused: a lambda
@@ -303,12 +311,12 @@ class Lowerer:
                     value = self.rename_var(value, self.result_name)
                 self._live.pop()
                 return value
-            self.assigning = bound(s)
+            self.assigning, saved, self.following = bound(s), self.following, (s, stmts[i + 1:])
             try:
                 self.statement(s)
             finally:
                 self._live.pop()
-                self.assigning = set()
+                self.assigning, self.following = set(), saved
         raise self.error("the function must end with a return statement",
                          stmts[-1] if stmts else self.src.node)
 
@@ -329,10 +337,8 @@ class Lowerer:
             self.effects.effect(s)
         elif isinstance(s, ast.Pass):
             return
-        elif isinstance(s, ast.If):
-            self.control.if_statement(s)
-        elif isinstance(s, ast.For):
-            self.control.for_statement(s)
+        elif isinstance(s, (ast.If, ast.For, ast.Raise, ast.Try, ast.With)):
+            self.statements.lower(s)       # a loop over a generator is expanded there
         elif isinstance(s, ast.While):
             self.control.while_statement(s)
         else:
@@ -353,6 +359,7 @@ class Lowerer:
                         kind.discard(var.name)
                         kind.add(new)
                 self.aliases.rename(var.name, new)
+                self.objects.rename(var.name, new)
                 self.source_names[new] = user_name
                 return Var(new)
         return var

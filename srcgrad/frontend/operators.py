@@ -18,10 +18,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from srcgrad.errors import CompileError, NoFallback, describe
+from srcgrad.frontend.callbacks import holds_function
 from srcgrad.frontend.freshness import resolved
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.local_objects import Record
+from srcgrad.frontend.local_objects import read as read_record
+from srcgrad.frontend.objects import ArgumentObjects, is_user_object
 from srcgrad.frontend.parse import Source
 from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.ir import Const, Pack, Stmt, Tree, Var
@@ -36,6 +41,10 @@ class Keys(Protocol):
     def key(self, node: ast.expr) -> Any: ...
 
 
+class KnownInts(Protocol):
+    def known_int(self, node: ast.expr) -> int | None: ...
+
+
 class Host(Protocol):
     """What the lowering of operators reads of, and asks of, the lowerer that holds it."""
 
@@ -46,6 +55,9 @@ class Host(Protocol):
     prims: Primitives
     statics: Statics
     lists: Lists
+    iteration: KnownInts
+    objects: ArgumentObjects           # objects passed as arguments
+    randomness: Randomness             # the draws lowered
 
     def expr(self, node: ast.expr) -> Any: ...
 
@@ -78,11 +90,18 @@ class Operators:
             if _live_state(base.value, value):
                 return host.statics.static_expr(node, hint=node.attr)   # read when the code runs
             return T.constant(value, ast.Attribute(T.const_expr(base), node.attr, ast.Load()))
+        if isinstance(base, Tree) and isinstance(base.kind, type):   # p.W of a dataclass
+            return host.objects.field(base, node)
+        if isinstance(base, Record):                    # of an object made in the function
+            return read_record(host, base, node)
         if isinstance(base, Pack):
             raise host.error(f"a tuple has no attribute {node.attr!r}", node)
         if not isinstance(base, Var):
             raise host.error(f"srcgrad cannot compile the attribute .{node.attr} of "
                              f"{describe(node.value).lower()} here", node)
+        read = host.objects.attribute(base, node)     # of an object passed as an argument
+        if read is not None:
+            return read
         if node.attr in ("shape", "ndim", "dtype", "size"):
             return host.statics.static_expr(node, hint=f"{base.name}_{node.attr}")
         if isinstance(base, Var) and base.name in host.static:
@@ -90,10 +109,10 @@ class Operators:
         if node.attr == "T":
             return host.prims.prim(np.transpose, [base], {}, f"{base.name}_T", node)
         owner = ast.unparse(node.value)
-        raise host.error(f"srcgrad cannot compile {owner}.{node.attr}: .{node.attr} is not an "
-                         f"ndarray attribute it compiles, and {owner} is known only when the "
-                         "code runs (an attribute of an object passed as an argument is not "
-                         "compiled; make the object a global or closure variable)", node)
+        raise host.objects.defer(base, host.error(
+            f"srcgrad cannot compile {owner}.{node.attr}: .{node.attr} is not an ndarray "
+            f"attribute it compiles, and {owner} is a value computed when the code runs",
+            node), node.attr)
 
     def binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST) -> Any:
         host = self.host
@@ -102,6 +121,9 @@ class Operators:
             return Pack(a.items + b.items, is_list=a.is_list)     # tuples and list literals
         if isinstance(op, ast.Mult) and (isinstance(a, Pack) or isinstance(b, Pack)):
             pack, count = (a, b) if isinstance(a, Pack) else (b, a)
+            known = host.iteration.known_int(right if pack is a else left)
+            if known is not None and holds_function([pack]):     # [np.tanh] * (len(ws) - 1)
+                count = Const(known)
             if isinstance(count, Const) and type(count.value) is int:
                 return Pack(pack.items * count.value, is_list=pack.is_list)
             if not (host.statics.is_static(a) and host.statics.is_static(b)):
@@ -160,15 +182,17 @@ class Operators:
 
     def bool_op(self, node: ast.BoolOp) -> Any:
         host = self.host
-        mark = len(host.body)
+        mark, drawn = len(host.body), dict(host.randomness.lowered)
         values = [host.expr(v.operand if _is_not(v) else v) for v in node.values]
         if all(host.statics.is_static(v) for v in values):
             del host.body[mark:]
+            host.randomness.lowered = drawn         # its draws: lowered again, as they run
             return host.statics.static_expr(node)
         if all(_truth_test(n) or host.statics.is_static(v) for n, v in zip(node.values, values)):
             # comparisons and `not`: truth values with no gradient; Python's own `and`/`or`
             # runs on them (NumPy raises for an array of several elements, as it would)
             del host.body[mark:]
+            host.randomness.lowered = drawn
             return host.statics.static_expr(node, hint="test")
         raise host.error("`and`/`or` of a value that carries a gradient is not compiled "
                          "(it returns one of its operands); use np.logical_and/"
@@ -192,7 +216,8 @@ def _live_state(owner: Any, value: Any) -> bool:
     """Whether ``owner.attr`` is data that may be rebound after compiling (``cfg.scale``,
     ``model.W``): read at run time, never folded.  Functions, classes, modules and library
     constants (``np.pi``, ``np.float64``) are what they were."""
-    if callable(value) or isinstance(value, (types.ModuleType, type, np.dtype)) or value is None:
+    if callable(value) or isinstance(value, (types.ModuleType, type, np.dtype)) or \
+            value is None or is_user_object(value):          # an object: its class is what counts
         return False
     module = owner.__name__ if isinstance(owner, types.ModuleType) else ""
     return module.split(".")[0] not in ("numpy", "math", "scipy")

@@ -13,8 +13,11 @@ import ast
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.callbacks import CallableArgument, bind_function
+from srcgrad.frontend.objects import ArgumentObjects, ObjectShape
 from srcgrad.frontend.parse import Source
-from srcgrad.ir import Closure, Tree, Var
+from srcgrad.frontend.structural import NONE
+from srcgrad.ir import Closure, Const, Tree, Var
 
 __all__ = ["Parameters"]
 
@@ -39,6 +42,7 @@ class Host(Protocol):
     line: int
     text: str
     subscripts: Trees
+    objects: ArgumentObjects           # objects passed as arguments
 
     def fresh(self, base: str) -> str: ...
 
@@ -81,9 +85,19 @@ class Parameters:
             host.scope[user] = tree.with_leaves({path: host.scope[arg] for path, arg in leaves})
         for position, structure in host.trees.items():
             user = args.args[position].arg
+            if isinstance(structure, ObjectShape):     # an object: its class is known
+                host.objects.bind(params[position], user, structure)
+                continue
+            if isinstance(structure, CallableArgument):   # a function passed (a default)
+                bind_function(host, user, params[position], structure.fn)
+                continue
+            if structure is NONE:                      # None, where a dict may be passed
+                host.scope[user] = Const(None)
+                continue
             kind = getattr(structure[0], "__name__", structure[0])
             host.line, host.text = node.lineno, f"{user} (a {kind})"
             tree = host.subscripts.tree(Var(params[position]), structure, user, ())
+            host.objects.note_meta(tree, structure)        # a dataclass's meta fields
             tree.root = Var(params[position])
             host.scope[user] = host.leaves[params[position]] = tree
         defaults = {}

@@ -156,13 +156,14 @@ def plain_signature(signature: inspect.Signature) -> bool:
     return all(p.kind in positional for p in signature.parameters.values())
 
 
-def parse_function(fn: Any) -> Source:
+def parse_function(fn: Any, generator: bool = False) -> Source:
     """Parse ``fn``'s source.  Raises CompileError when the source cannot be read, when
-    ``fn`` is not a plain function, or when the source on disk is not the running code."""
+    ``fn`` is not a plain function (``generator``: a generator function is parsed too), or
+    when the source on disk is not the running code."""
     flat = isinstance(fn, Flat)
     fn = fn.fn if flat else fn
     name = _label(fn)
-    reason = not_plain(fn)
+    reason = None if generator else not_plain(fn)
     if reason is not None:
         raise CompileError(reason)
     try:
@@ -202,7 +203,7 @@ def parse_function(fn: Any) -> Source:
     target = _find(tree, fn, filename)
     if target is None:
         raise CompileError(f"srcgrad could not find the definition of {name} in its source")
-    if isinstance(target, (ast.AsyncFunctionDef, ast.GeneratorExp)) or any(
+    if isinstance(target, (ast.AsyncFunctionDef, ast.GeneratorExp)) or not generator and any(
             isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(target)):
         raise CompileError(f"{name} is not a plain function (async def, yield or await): "
                            "srcgrad differentiates plain functions that return their value")

@@ -14,6 +14,7 @@ import numpy as np
 from srcgrad.errors import CompileError
 from srcgrad.frontend.callees import bind_call, qualname
 from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.structural import integers_only
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.tables.arrays import int_arithmetic
 from srcgrad.ir import Const, Pack, Stmt, Var, literal
@@ -87,6 +88,8 @@ class Primitives:
             if f in NUMPY_BINDINGS else None
         if prim is None:
             raise host.error(f"srcgrad has no derivative rule for {qualname(f)}", node)
+        if prim.eager_only:
+            raise host.error(prim.eager_only, node)
         if isinstance(f, Primitive):                # inputs, then keyword parameters
             inputs, params = args, {k: self.param(v) for k, v in kwargs.items()}
         elif isinstance(f, np.ufunc):
@@ -120,7 +123,9 @@ class Primitives:
             if isinstance(value, ast.AST):
                 value = self.param(value)
             elif isinstance(value, Pack):
-                value = self.pack_param(value, node)
+                value = self.pack_param(value, node, integers_only(name))
+            elif isinstance(value, Const) and literal(value.value):
+                value = value.value                 # x.transpose((0, 2, 1)): the value itself
             if known is not None and name not in known:
                 if isinstance(value, Const) and value.value is None:
                     continue
@@ -128,10 +133,11 @@ class Primitives:
             params[name] = value
         return inputs, params
 
-    def pack_param(self, pack: Pack, node: ast.AST) -> Any:
-        """A tuple or list literal as a static parameter: its value, or a static name."""
+    def pack_param(self, pack: Pack, node: ast.AST, integers: bool = False) -> Any:
+        """A tuple or list literal as a static parameter: its value, or a static name
+        (``integers``: one NumPy takes as integers only, which carry no gradient)."""
         host = self.host
-        if self.carries(pack):
+        if not integers and self.carries(pack):
             raise host.error("a shape, axis or index that carries a gradient is not compiled",
                              node)
         if all(isinstance(v, Const) and literal(v.value) for v in pack.items):

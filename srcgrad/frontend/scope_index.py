@@ -28,8 +28,9 @@ def held_vars(value: Any) -> list[Var]:
 
 
 def literal_items(pack: Any) -> list:
-    """The items of a list or tuple literal, nested ones flattened (none of a tree's)."""
-    return [] if isinstance(pack, Tree) else [v for item in pack.items
+    """The items of a list or tuple literal, nested ones flattened (none of a tree's, nor of
+    another value's)."""
+    return [] if not isinstance(pack, Pack) else [v for item in pack.items
             for v in (literal_items(item) if isinstance(item, Pack) else [item])]
 
 

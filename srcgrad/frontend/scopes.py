@@ -35,6 +35,10 @@ def stored_base(node: ast.AST) -> str | None:
     return base.id if isinstance(base, ast.Name) else None
 
 
+_CHANGING = frozenset({"append", "update", "pop", "setdefault", "popitem", "clear"})
+"""Methods that change the list or dict they are called on."""
+
+
 def assigned(stmts: list[ast.stmt]) -> set[str]:
     """Names a block assigns (targets of assignments and of ``for``, arrays written into)."""
     names = set()
@@ -44,8 +48,8 @@ def assigned(stmts: list[ast.stmt]) -> set[str]:
         elif stored_base(n) is not None:
             names.add(stored_base(n))                  # y[i] = v makes a new y
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
-                n.func.attr == "append" and isinstance(n.func.value, ast.Name):
-            names.add(n.func.value.id)                 # so does xs.append(v)
+                n.func.attr in _CHANGING and isinstance(n.func.value, ast.Name):
+            names.add(n.func.value.id)                 # so do xs.append(v), d.update(e)
     return names
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from srcgrad.frontend.aliases import Aliases, held
 from srcgrad.frontend.aliases import Host as AliasesHost
+from srcgrad.frontend.read_only import refuse_block_write
 from srcgrad.frontend.scope_index import held_vars
 from srcgrad.ir import Function, Stmt, Var
 
@@ -29,6 +30,8 @@ class Host(AliasesHost, Protocol):
     values changed in place so far."""
 
     consumed: dict[str, tuple[int, str]]   # SSA name -> (line, what) where changed in place
+    body: list[Stmt]                       # the statements lowered so far
+    aliases: Aliases
 
 
 class Sharing:
@@ -187,6 +190,7 @@ class Sharing:
         reads = read(body) | extra_live | self.host.live_after()
         for name in sorted(written_in_place(body)):
             value = self.host.scope.get(name)
+            refuse_block_write(self.host, value, node)       # NumPy raises at the write
             for var in held_vars(value) if isinstance(value, Var) else ():
                 mine = self.aliases.roots(var.name)
                 for other, v in self.aliases.holders(skip=name):

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.local_objects import refuse_value
 from srcgrad.frontend.parse import Env, Source
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, bind_values
@@ -70,6 +71,9 @@ class Statics:
 
     def static_expr(self, node: ast.expr, hint: str = "value") -> Var:
         host = self.host
+        drawn = getattr(host, "randomness", None)   # its draws that always run: drawn first,
+        if drawn is not None:                       # through the helper that notes them
+            drawn.lower_within(node)
         expr, uses = self.rename(node)
         target = host.fresh(hint)
         host.static.add(target)
@@ -134,6 +138,9 @@ class Statics:
 
         class Renamer(ast.NodeTransformer):
             def visit_Name(self, n: ast.Name) -> ast.AST:
+                if getattr(n, "srcgrad_drawn", False):     # a draw lowered already
+                    uses.append(n.id)
+                    return n
                 value = host.scope.get(n.id)
                 if isinstance(value, Var):
                     uses.append(value.name)
@@ -151,6 +158,7 @@ class Statics:
                         return ast.copy_location(value.literal(), n)
                     uses.append(value.root.name)
                     return ast.copy_location(ast.Name(value.root.name, n.ctx), n)
+                refuse_value(host, value, n)          # an object made in the function
                 return ast.copy_location(ast.Name(statics.note_global(n.id), n.ctx), n)
 
             def pack(self, value: Pack) -> ast.expr:
@@ -167,7 +175,9 @@ class Statics:
                         raise host.error("srcgrad cannot use a pytree inside a list here", node)
                 kind = ast.List if value.is_list else ast.Tuple
                 return kind(items, ast.Load())
-        new = Renamer().visit(copy.deepcopy(node))
+        drawn = getattr(host, "randomness", None)      # its draws: their results, not again
+        memo = drawn.results_in(node) if drawn is not None else {}
+        new = Renamer().visit(copy.deepcopy(node, memo))
         return new, tuple(dict.fromkeys(uses))
 
 

@@ -16,6 +16,7 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.dicts import Dicts
 from srcgrad.frontend.lists import Lists
 from srcgrad.frontend.primitives import Primitives
+from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.statics import Statics, call_form
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.user_calls import UserCalls
@@ -40,6 +41,7 @@ class Host(Protocol):
     user_calls: UserCalls
     prims: Primitives
     statics: Statics
+    randomness: Randomness             # the draws lowered
 
     def expr(self, node: ast.expr) -> Any: ...
 
@@ -157,7 +159,7 @@ class Subscripts:
     def key_carries(self, key: ast.expr) -> bool:
         """Whether an index expression may carry a gradient (``np.r_[a, b]``)."""
         host = self.host
-        mark = len(host.body)
+        mark, drawn = len(host.body), dict(host.randomness.lowered)
         try:
             parts = key.elts if isinstance(key, ast.Tuple) else [key]
             return any(host.prims.carries(host.expr(p)) for p in parts
@@ -167,4 +169,5 @@ class Subscripts:
                        if isinstance(n, ast.Name) and n.id in host.scope)
         finally:
             del host.body[mark:]
+            host.randomness.lowered = drawn         # the draws it lowered: dropped too
 

@@ -24,10 +24,13 @@ import types
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.callbacks import holds_function, passed_on, returns_function
 from srcgrad.frontend.callees import bind_call, hint, is_library, qualname
 from srcgrad.frontend.helper_results import LIST, NESTED, Kind, Unfollowed, result_kind
 from srcgrad.frontend.inline import default_const, inline_call, lambda_call
 from srcgrad.frontend.lists import Lists
+from srcgrad.frontend.object_writes import refuse_handed
+from srcgrad.frontend.objects import ArgumentObjects
 from srcgrad.frontend.parse import (
     Env,
     Flat,
@@ -60,6 +63,7 @@ class Host(Protocol):
     sharing: Sharing
     statics: Statics
     lists: Lists
+    objects: ArgumentObjects           # objects passed as arguments
 
     def expr(self, node: ast.expr) -> Any: ...
 
@@ -81,17 +85,23 @@ class UserCalls:
     def __init__(self, host: Host) -> None:
         self.host = host
 
-    def lambda_call(self, fn: ast.Lambda | ast.FunctionDef, node: ast.Call) -> Any:
+    def lambda_call(self, fn: ast.Lambda | ast.FunctionDef, node: ast.Call,
+                    closure: Closure | None = None) -> Any:
         host = self.host
-        closure = next((v for v in host.scope.values() if isinstance(v, Closure) and
-                        v.node is fn), None)        # a nested def or a lambda bound to a name
+        closure = closure or next((v for v in host.scope.values() if isinstance(v, Closure)
+                                   and v.node is fn), None)    # a nested def or lambda bound
         return lambda_call(host, fn, node, closure)
 
     def user_call(self, fn: Const, node: ast.Call) -> Any:
         host = self.host
         values = [host.expr(a) for a in node.args]
         keywords = {k.arg: host.expr(k.value) for k in node.keywords}
-        if any(isinstance(v, (Pack, Tree)) or host.lists.is_runtime_list(v)
+        if holds_function([*values, *keywords.values()]) or returns_function(fn.value):
+            # helper(f, x) with f known, or a helper returning a function: lowered in place
+            return passed_on(host, values, keywords, node, lambda v, k: inline_call(
+                host, fn.value, v, k, node))
+        if any(isinstance(v, (Pack, Tree)) or host.lists.is_runtime_list(v) or
+               host.objects.is_object(v)                 # an object: its class known
                for v in [*values, *keywords.values()]) or _nested_tuple(fn.value):
             return inline_call(host, fn.value, values, keywords, node)   # helper([a, b])
         callee = fn.value
@@ -118,6 +128,7 @@ class UserCalls:
             if host.lists.is_runtime_list(a):
                 raise host.error(f"passing a list to {callee.__name__}() is not compiled yet "
                                  "(pass np.stack of it, or the arrays one by one)", node)
+        refuse_handed(host, callee, node)        # zero(o.W): the caller's array
         signature = inspect.signature(callee)
         try:
             bound = signature.bind(*args, **{k: host.materialize(v, "t")
@@ -243,6 +254,10 @@ class UserCalls:
     def inline_flat(self, func: Any, values: list, keywords: dict, node: ast.Call) -> Any:
         """``func(*values, **keywords)`` lowered in place; ``*args`` arrive as one tuple,
         keyword-only parameters as positional ones, ``**kwargs`` (never read) left out."""
+        return passed_on(self.host, values, keywords, node,
+                         lambda v, k: self._flat_call(func, v, k, node))
+
+    def _flat_call(self, func: Any, values: list, keywords: dict, node: ast.Call) -> Any:
         host = self.host
         signature = inspect.signature(func)
         if plain_signature(signature):
@@ -272,8 +287,9 @@ class UserCalls:
             default = static_default(host.env.fn, user)
             if default is not None:
                 return T.constant(default, ast.Name(fn.name, ast.Load()))
-        raise host.error("srcgrad compiles calls of functions it can see when compiling",
-                         node.func)
+        raise host.error("srcgrad compiles calls of functions it can see when compiling (a "
+                         "global, a default, or a function passed as an argument: the code "
+                         "is then built at the call)", node.func)
 
 
 def _nested_tuple(callee: Any) -> bool:

@@ -29,7 +29,8 @@ from srcgrad.frontend.tables.surface import (
     scipy_special,
 )
 from srcgrad.tools.cli_target import NeedsModule, load_function, run_module
-from srcgrad.transforms.grad import Transform, show
+from srcgrad.transforms.base import show
+from srcgrad.transforms.grad import Transform
 from srcgrad.transforms.jacobians import hessian, jacfwd, jacrev
 from srcgrad.transforms.jvp import jvp
 

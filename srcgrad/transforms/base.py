@@ -1,19 +1,22 @@
 """What every transform shares: the function it transforms, the backend it compiles for (looked
 up once in the registry), ``strict``, why it runs on the eager engine, and the one place that
-says so: a ``FallbackWarning``, or with ``strict=True`` the ``CompileError`` instead."""
+says so: a ``FallbackWarning``, or with ``strict=True`` the ``CompileError`` instead; and
+:func:`show`, which prints what a transform runs."""
 
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from srcgrad.codegen import backend as backend_named
 from srcgrad.errors import CompileError, FallbackWarning, NoFallback
+from srcgrad.ir import GENERATED
 from srcgrad.transforms.callables import describe
 
-__all__ = ["BaseTransform"]
+__all__ = ["BaseTransform", "show"]
 
 _UNSET: Any = object()
 
@@ -39,14 +42,14 @@ class BaseTransform:
         return describe(self.__wrapped__)
 
     def fall_back(self, reason: str | CompileError, *, of: str | None = None,
-                  arguments: bool = False, once: bool = False, stacklevel: int = 2,
+                  arguments: bool = False, once: bool = False,
                   strictly: str | None = None, cause: BaseException | None = _UNSET) -> None:
         """Say that the transform runs on the eager engine because of ``reason``: one
         ``FallbackWarning`` for ``of`` (the function, by default), ``arguments``: for the
         arguments of this call; ``once``: only while ``fallback_reason`` is unset, which
-        then keeps the reason.  With ``strict``, or a ``NoFallback`` reason, it raises
-        instead: a CompileError given as it is, else a CompileError of ``strictly`` (by
-        default the reason) from ``cause``."""
+        then keeps the reason.  The warning points at the user's line that led here.  With
+        ``strict``, or a ``NoFallback`` reason, it raises instead: a CompileError given as it
+        is, else a CompileError of ``strictly`` (by default the reason) from ``cause``."""
         if self.strict or isinstance(reason, NoFallback):
             if isinstance(reason, CompileError):
                 raise reason
@@ -60,4 +63,23 @@ class BaseTransform:
             self.fallback_reason = str(reason)
         where = " with these arguments" if arguments else ""
         warnings.warn(f"srcgrad falls back to the eager engine for {of or self._name}{where}: "
-                      f"{reason}", FallbackWarning, stacklevel=stacklevel + 1)
+                      f"{reason}", FallbackWarning, stacklevel=_user_frame())
+
+
+def _user_frame() -> int:
+    """How far up from the caller the first frame outside srcgrad and its generated code is,
+    as ``warnings.warn``'s ``stacklevel`` counts."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and _ours(frame.f_globals.get("__name__") or ""):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _ours(module: str) -> bool:
+    return module == "srcgrad" or module.startswith(("srcgrad.", GENERATED))
+
+def show(fn: Any) -> None:
+    """Print a transformed function's generated source (or why it fell back)."""
+    source = getattr(fn, "source", None)
+    print(source if source is not None else f"# {getattr(fn, '__qualname__', fn)} runs on the "
+          f"eager engine: {getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")

@@ -9,8 +9,10 @@ Like JAX and HIPS autograd, ``wrt=k`` names the k-th positional argument *as pas
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import linecache
 import sys
 import types
 from collections.abc import Callable
@@ -155,10 +157,13 @@ def wrt_position(w: Any, names: list[str], fun: Any) -> int:
     return names.index(w)
 
 
-def refuse_shared_arguments(values: Any, mutated: tuple, names: list[str]) -> None:
+def refuse_shared_arguments(values: Any, mutated: tuple, names: list[str],
+                             fun: Any = None) -> None:
     """Two arguments that share memory, one of them written in place by the code (``f(s, s)``
-    where ``f`` writes into its second argument): NumPy's result depends on the sharing,
-    which neither the compiled code nor the eager run (private copies) follows: refused."""
+    where ``f`` writes into its second argument), or an array the code reads elsewhere (a
+    global, a closure value, an attribute of an argument object) sharing memory with the one
+    written: NumPy's result depends on the sharing, which neither the compiled code nor the
+    eager run (private copies) follows: refused."""
     import numpy as np
 
     from srcgrad.errors import CompileError
@@ -171,4 +176,83 @@ def refuse_shared_arguments(values: Any, mutated: tuple, names: list[str]) -> No
                 raise CompileError(
                     f"the arguments {names[i]!r} and {names[j]!r} share memory and the code "
                     "writes into one of them in place; srcgrad follows such a write only within "
-                    "one argument (pass a copy)")
+                    "one argument (pass a copy)", _location(fun))
+    written = [(i, a) for i, a in arrays if i in mutated]
+    if not written:
+        return
+    for what, b in _read_elsewhere(values, fun, names):
+        for i, a in written:
+            if np.may_share_memory(a, b):
+                raise CompileError(
+                    f"{what} shares memory with the argument {names[i]!r}, which the code "
+                    "writes into in place; srcgrad follows such a write only within one "
+                    "argument (pass a copy)", _location(fun))
+
+
+def note_mutated(transform: Any, key: str, ir: Any) -> None:
+    """Keep the positions the code built for ``key`` writes into in place."""
+    mutated = tuple(i for i, p in enumerate(ir.params) if p in ir.mutates)
+    transform.__dict__.setdefault("_mutated_by_key", {})[key] = mutated
+
+
+def refuse_sharing(transform: Any, values: Any, key: str | None = None) -> None:
+    """:func:`refuse_shared_arguments` for a grad transform's call: the positions its
+    generic code writes into, or (``key``) those of the code built for these arguments."""
+    mutated = transform._mutated if key is None else \
+        transform.__dict__.get("_mutated_by_key", {}).get(key)
+    if mutated:
+        refuse_shared_arguments(values, mutated, list(transform._signature.parameters),
+                                transform._target)
+
+
+def _read_elsewhere(values: Any, fun: Any, names: list[str]) -> list[tuple[str, Any]]:
+    """The arrays the function may read other than through its array arguments: the globals
+    its code names, its closure values, the attributes of argument objects (and of the
+    object a method is bound to)."""
+    import numpy as np
+
+    from srcgrad.transforms import pytree
+
+    def leaves(what: str, value: Any) -> list[tuple[str, Any]]:
+        if isinstance(value, np.ndarray):
+            return [(what, value)]
+        if isinstance(value, (dict, list, tuple)):
+            return [(what, leaf) for leaf in pytree.flatten(value)[0]
+                    if isinstance(leaf, np.ndarray)]
+        return []
+
+    found: list[tuple[str, Any]] = []
+    objects = [(f"an attribute of the argument {names[i] if i < len(names) else i!r}", v)
+               for i, v in enumerate(values)]
+    if isinstance(fun, types.MethodType):
+        objects.append(("an attribute of the bound object", fun.__self__))
+    for what, v in objects:
+        if not isinstance(v, (np.ndarray, dict, list, tuple, int, float, complex, str)) and \
+                isinstance(getattr(v, "__dict__", None), dict):
+            for name, item in vars(v).items():
+                found += leaves(f"{what} ({name!r})", item)
+    code = getattr(getattr(fun, "__func__", fun), "__code__", None)
+    if code is not None:
+        spaces = getattr(getattr(fun, "__func__", fun), "__globals__", {})
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            for name in c.co_names:
+                if name in spaces:
+                    found += leaves(f"the global {name!r}", spaces[name])
+        for cell in getattr(getattr(fun, "__func__", fun), "__closure__", None) or ():
+            with contextlib.suppress(ValueError):          # an empty cell
+                found += leaves("a closure value", cell.cell_contents)
+    return found
+
+
+def _location(fun: Any) -> Any:
+    """Where the function is defined, for a refusal made at the call."""
+    from srcgrad.errors import Location
+    code = getattr(getattr(fun, "__func__", fun), "__code__", None)
+    if code is None:
+        return None
+    line = linecache.getline(code.co_filename, code.co_firstlineno).rstrip("\n")
+    return Location(code.co_filename, code.co_firstlineno, 0, max(len(line), 1), line,
+                    code.co_name)

@@ -21,6 +21,7 @@ from srcgrad.runtime.eager import forward_ad, grad_mode
 from srcgrad.runtime.eager import tensor as _tensor
 from srcgrad.runtime.eager.engine import SECOND_BACKWARD, Node, _modified_error, edge_of
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.rules import streams
 from srcgrad.transforms.base import BaseTransform
 from srcgrad.transforms.grad import Transform
 from srcgrad.transforms.pytree import plain_leaves
@@ -102,6 +103,7 @@ class Compiled(BaseTransform):
         self.fallback_reason = self.transform.fallback_reason
         self._recording: Any = None
 
+    @streams.watched              # its reruns see its draws; an outer call's are kept
     def __call__(self, *args: Any) -> Any:
         if not any(isinstance(a, Tensor) for a in args):
             return self.__wrapped__(*args)

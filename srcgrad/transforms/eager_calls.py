@@ -9,8 +9,8 @@ module NumPy and SciPy through stand-ins.  Those made here:
   drop the gradient (``np.full(shape, v)`` of a ``v`` that carries one is recorded too);
 - SciPy's functions that have a rule in the table (``scipy.special.logsumexp``, its ufuncs,
   ``scipy.stats.norm.logpdf`` and the other distributions' methods, ``scipy.signal.
-  convolve``; ``scipy.linalg.solve_triangular`` and ``cho_solve``, by
-  :mod:`srcgrad.transforms.eager_linalg`), which convert their operands with ``np.asarray``,
+  convolve``; ``scipy.linalg.solve_triangular``, ``cho_factor`` and ``cho_solve``, by
+  :mod:`srcgrad.runtime.rules.triangular`), which convert their operands with ``np.asarray``,
   call the rule when an operand carries a gradient, and SciPy itself otherwise;
 - the ``math`` module's functions of a float that carries a gradient (``math.exp(sigma)``):
   ``math`` computes the value (and raises where it raises), NumPy's rule records it, as a
@@ -43,6 +43,7 @@ from srcgrad.runtime.rules.scipy_stats import (
 from srcgrad.runtime.rules.signal import signal_convolve
 from srcgrad.runtime.rules.special import (
     SCIPY_NAMES,
+    SPECIAL_UFUNCS,
     bind_scipy,
     erf,
     erfc,
@@ -50,7 +51,11 @@ from srcgrad.runtime.rules.special import (
     multigammaln,
     polygamma,
 )
-from srcgrad.transforms.eager_linalg import cho_solve_rule, solve_triangular_rule
+from srcgrad.runtime.rules.triangular import (
+    cho_factor_call,
+    cho_solve_call,
+    solve_triangular_call,
+)
 
 __all__ = ["BUFFERS", "Buffer", "scipy_stand_in", "SCIPY_MODULES", "math_stand_in"]
 
@@ -201,10 +206,10 @@ def scipy_stand_in(value: Any) -> Any:
     if signal is not None and value is getattr(signal, "convolve", None):
         return _Ruled(value, _convolve)
     linalg = sys.modules.get("scipy.linalg")
-    if linalg is not None and value is getattr(linalg, "solve_triangular", None):
-        return _Ruled(value, solve_triangular_rule)
-    if linalg is not None and value is getattr(linalg, "cho_solve", None):
-        return _Ruled(value, cho_solve_rule)
+    for name, rule in (("solve_triangular", solve_triangular_call),
+                       ("cho_solve", cho_solve_call), ("cho_factor", cho_factor_call)):
+        if linalg is not None and value is getattr(linalg, name, None):
+            return _Ruled(value, rule)
     stats = sys.modules.get("scipy.stats")
     found = _distribution_methods(stats, value) if stats is not None else None
     return None if found is None else _Distribution(value, *found)
@@ -215,7 +220,8 @@ _MATH = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np
          "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
          "acosh": np.arccosh, "atanh": np.arctanh, "log1p": np.log1p, "expm1": np.expm1,
          "log2": np.log2, "log10": np.log10, "fabs": np.abs, "erf": erf, "erfc": erfc,
-         "lgamma": gammaln, "pow": np.power, "atan2": np.arctan2, "hypot": np.hypot}
+         "lgamma": gammaln, "gamma": SPECIAL_UFUNCS["gamma"], "pow": np.power,
+         "atan2": np.arctan2, "hypot": np.hypot}
 
 
 class _MathFunction:

@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from srcgrad.frontend.list_operands import _array_inputs
+from srcgrad.runtime.eager.ndarray import Array, plain_array
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
 from srcgrad.runtime.rules.special import bind_scipy
 from srcgrad.runtime.subclasses import makes_subclass
 from srcgrad.transforms.eager_calls import (
@@ -92,6 +94,12 @@ class _Stacking:
 
     def __repr__(self) -> str:
         return repr(self._fun)
+
+    def __eq__(self, other: Any) -> bool:        # a key of a dict built with NumPy's own
+        return other is self or other is self._fun
+
+    def __hash__(self) -> int:
+        return hash(self._fun)
 
 
 class _Joined:
@@ -161,14 +169,59 @@ class _RefusedClass(type):
         return getattr(cls._real, name)
 
 
+class _TypeStandIn(type):
+    """The stand-in of ``np.ndarray`` and ``np.ufunc``: the run's Arrays are ndarrays and its
+    stand-ins of ufuncs ufuncs to ``isinstance``, as their plain values are to NumPy."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._real(*args, **kwargs)
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        real = cls._real
+        stands_for = getattr(value, "__dict__", {}).get("srcgrad_stands_in_for")
+        return isinstance(value, real) or real is np.ndarray and isinstance(value, Array) or \
+            stands_for is not None and isinstance(stands_for, real)
+
+    def __subclasscheck__(cls, other: type) -> bool:
+        return issubclass(other, cls._real) or cls._real is np.ndarray and issubclass(other, Array)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._real, name)
+
+
 _MADE: dict[int, tuple[Any, Any]] = {}      # id of a NumPy object -> (it, its stand-in)
 
 
+def _user_rule(value: Any) -> Any:
+    """A function of the user's given a rule with ``srcgrad.defvjp``, as its primitive: called
+    on Arrays it records one node with that rule, as the compiler differentiates it."""
+    if not isinstance(value, types.FunctionType) or (value.__module__ or "").split(".")[0] in (
+            np.__name__, "scipy", "srcgrad"):                # libraries bind their own
+        return None
+    try:
+        binding = NUMPY_BINDINGS.get(value)
+    except TypeError:
+        return None
+    if binding is None:
+        return None
+    adapter = binding[1]
+
+    @functools.wraps(value)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        return adapter(*args, **kwargs)
+    recorded.srcgrad_stands_in_for = value             # type: ignore[attr-defined]
+    return recorded
+
+
 def _stand_in_of(value: Any) -> Any:
-    """The stand-in of a NumPy module or function (None: it needs none)."""
+    """The stand-in of a NumPy module or function, or of a user's function with a rule
+    (None: it needs none)."""
     made = _MADE.get(id(value))
     if made is not None and made[0] is value:
         return made[1]
+    ruled = _user_rule(value)
+    if ruled is not None:
+        return ruled                      # not kept: the rule may be given again
     refusal = makes_subclass(value)
     buffer = refusal is None and callable(value) and any(value is b for b in BUFFERS)
     if buffer:
@@ -183,6 +236,8 @@ def _stand_in_of(value: Any) -> Any:
             if isinstance(value, type) else _Refused(value, refusal)
     elif isinstance(value, types.ModuleType):
         stand_in = _Module(value) if _MODULES.get(value.__name__) is value else None
+    elif value is np.ndarray or value is np.ufunc:
+        stand_in = _TypeStandIn(value.__name__, (), {"_real": value})
     elif value is np.r_ or value is np.c_:
         stand_in = _Joined(value, value is np.c_)
     elif callable(value) and not isinstance(value, type):    # np.float64 stays a type
@@ -267,9 +322,30 @@ def _swapped(fun: Any) -> Iterator[None]:
                 swapped[name] = (value, stand_in)
         for name, (_, stand_in) in swapped.items():
             namespace[name] = stand_in
+    _RUNS.depth = getattr(_RUNS, "depth", 0) + 1
     try:
         yield
     finally:
+        _RUNS.depth -= 1
         for name, (value, stand_in) in swapped.items():
             if namespace.get(name) is stand_in:      # unless the function rebound it
                 namespace[name] = value
+        if namespace is not None and not _RUNS.depth:
+            _plain_globals(namespace)
+
+
+_RUNS = threading.local()          # how deep this thread is in eager runs
+
+
+def _plain_globals(namespace: dict, budget: int = 10_000) -> None:
+    """Arrays the run left in its module's globals (``LAST = y``, ``HIST.append(y)``,
+    ``CACHE["y"] = y``), made the plain values NumPy would have left there; lists and dicts
+    are looked into up to ``budget`` items in all."""
+    for name, value in list(namespace.items()):
+        if type(value) is Array:
+            namespace[name] = plain_array(value)
+        elif type(value) in (list, dict) and len(value) <= budget:
+            budget -= len(value)
+            for key, item in (enumerate(value) if type(value) is list else list(value.items())):
+                if type(item) is Array:
+                    value[key] = plain_array(item)

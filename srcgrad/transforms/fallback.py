@@ -18,8 +18,10 @@ from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager.autograd import grad as autograd_grad
 from srcgrad.runtime.eager.ndarray import Array, as_array_leaf, private_copy
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.rules import streams
 from srcgrad.runtime.subclasses import SubclassError, refuse_subclass
 from srcgrad.transforms import pytree
+from srcgrad.transforms.argument_writes import watched
 from srcgrad.transforms.levels import (
     copy_array,
     forward_hook,
@@ -33,6 +35,7 @@ from srcgrad.transforms.levels import (
     running,
     unless_outer,
 )
+from srcgrad.transforms.object_copies import plain_globals, private_objects
 
 __all__ = ["eager_transform", "eager_jvp", "eager_hessian", "eager_jacobian", "call_with",
            "plain_error", "failure"]
@@ -65,7 +68,7 @@ def _wrap(values: list, positions: tuple, connect: bool) -> tuple[list, dict]:
             private = [private_copy(w) if isinstance(w, Array) else copy_array(w) for w in wrapped]
         else:
             private = [other(v, connect) for v in flat]
-        args[i] = pytree.unflatten(structure, private)
+        args[i] = watched(pytree.unflatten(structure, private))   # a write into a dict: refused
     return args, leaves
 
 
@@ -110,9 +113,14 @@ def eager_transform(fun: Any, kind: str, values: list, wrt: tuple, single: bool,
     ``fun`` reads Tensors of the caller's (its results stay recorded)."""
     inside, connect, higher = recorded(values, outer)
     mark = graph_mark()
+    values = private_objects(values, True)    # the caller's objects: never changed
     args, leaves = _wrap(values, wrt, connect)
-    with running(fun):
-        out = call(fun, args) if call is not None else fun(*args)
+    streams.rewind()                  # a rerun of a watched call: the draws the first saw
+    try:
+        with running(fun):
+            out = call(fun, args) if call is not None else fun(*args)
+    finally:
+        plain_globals(fun)                    # no engine array left in a global object
     value = hand_back(out, inside) if higher else plain_value(out)
     own = [w for _, _, wrapped in leaves.values() for w in wrapped if isinstance(w, Tensor)]
     if kind == "vjp":
@@ -159,7 +167,7 @@ def call_with(signature: inspect.Signature) -> Callable[[Any, list], Any] | None
 def plain_error(fun: Any, values: list, call: Callable | None) -> Exception | None:
     """The exception the plain function raises on (copies of) these values, or None."""
     plain = [pytree.unflatten(s, [copy_array(plain_value(v)) for v in flat])
-             for flat, s in map(pytree.flatten, values)]
+             for flat, s in map(pytree.flatten, private_objects(values))]
     try:
         with grad_mode.no_grad():
             call(fun, plain) if call is not None else fun(*plain)
@@ -175,18 +183,24 @@ def eager_jvp(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tuple:
     from srcgrad.runtime.eager import forward_ad
     if forward_hook() is not None:
         return _jvp_by_reverse(fun, primals, tangents, wrt)
+    primals = tuple(private_objects(primals, True))   # the caller's objects: never changed
     inside, connect, higher = recorded(list(primals) + list(tangents), False)
+    streams.rewind()                  # a rerun of a watched call: the draws the first saw
     with running(fun), forward_ad.dual_level():     # running first: eager runs take turns
         args = [pytree.unflatten(tree, [other(v, connect) for v in flat])
                 for flat, tree in map(pytree.flatten, primals)]
         for i in wrt:
             flat, tree = pytree.flatten(primals[i])
             duals = [private_copy(forward_ad.make_dual(leaf(v, connect),   # may be written
-                                                       _tangent_tensor(t, v, higher)))
+                                                       _tangent_tensor(t, v, higher)),
+                                  array=not isinstance(v, float))
                      if pytree.differentiable(v) else other(v, connect)
                      for v, t in zip(flat, pytree.flatten(tangents[i])[0])]
             args[i] = pytree.unflatten(tree, duals)
-        out = fun(*args)
+        try:
+            out = fun(*args)
+        finally:
+            plain_globals(fun)
         flat, structure = pytree.flatten(out)
         found = [forward_ad.unpack_dual(o).tangent if isinstance(o, Tensor) else None
                  for o in flat]
@@ -224,6 +238,7 @@ def _jvp_by_reverse(fun: Any, primals: tuple, tangents: tuple, wrt: tuple) -> tu
     inside another's dual level, whose tangents flow through both passes."""
     inside, connect, higher = recorded(list(primals) + list(tangents), False)
     args, leaves = _wrap(list(primals), wrt, connect)
+    streams.rewind()                  # a rerun of a watched call: the draws the first saw
     with running(fun):
         out = fun(*args)
         flat = pytree.flatten(out)[0]
@@ -292,6 +307,7 @@ def eager_hessian(fun: Any, args: tuple, p: int) -> Any:
             return eager_transform(fun, "grad", list(values), (p,), True)
         tangents = tuple(unit if k == p else pytree.zero_like(a) if pytree.differentiable(a)
                          else a for k, a in enumerate(args))
+        streams.rewind()                        # each column sees the function's draws
         columns.append(np.asarray(eager_jvp(grad_of, args, tangents, (p,))[1]))
     shape = np.shape(x) + np.shape(x)
     return np.stack(columns, axis=-1).reshape(shape) if columns else np.zeros(shape)
@@ -316,9 +332,11 @@ def eager_jacobian(fun: Any, args: tuple, p: int, mode: str, inner: int | None =
     value, columns = None, []
     for unit in _units(args[p]):
         tangents = tuple(unit if k == p else None for k in range(len(args)))
+        streams.rewind()                        # each column sees the function's draws
         value, column = eager_jvp(g, args, tangents, (p,))
         columns.append(column)
     if value is None:
+        streams.rewind()
         value = eager_jvp(g, args, (None,) * len(args), ())[0]
     _leaf_only(fun, value, mode, "results")
     return _assemble(columns, -1, value, args[p])

@@ -1,4 +1,4 @@
-"""The transforms users call: ``grad``, ``value_and_grad``, ``vjp``, ``show``.
+"""The transforms users call: ``grad``, ``value_and_grad``, ``vjp``.
 
 A transform compiles when it is created (ahead of time): ``.source`` and ``.graph`` can be read
 at once.  When the compiler cannot handle the function it falls back to the eager engine with
@@ -24,22 +24,27 @@ from srcgrad.frontend import parse as frontend
 from srcgrad.frontend.freshness import Snapshot
 from srcgrad.frontend.user_methods import static_default
 from srcgrad.runtime.eager.tensor import Tensor
-from srcgrad.transforms import pytree, specialise
+from srcgrad.runtime.rules import streams
+from srcgrad.transforms import argument_objects, pytree, specialise
 from srcgrad.transforms.base import BaseTransform
+from srcgrad.transforms.cache import TRANSFORMS
+from srcgrad.transforms.callable_args import callable_structures, other_function
 from srcgrad.transforms.callables import (
     Flat,
     Positions,
     call_with,
+    note_mutated,
     plain_signature,
-    refuse_shared_arguments,
+    refuse_sharing,
     target,
     wrt_position,
 )
+from srcgrad.transforms.hyperparameters import argument_structures
 from srcgrad.transforms.levels import free_arrays, holds_containers, nested
 from srcgrad.transforms.safety import EAGER, PASS_THROUGH, EagerRun, SafetyNet, signature
 from srcgrad.transforms.specialise import Generic, ShapeSpecialiser
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "Transform"]
+__all__ = ["grad", "value_and_grad", "vjp", "Transform"]
 
 
 class _ArgumentError(TypeError):
@@ -107,7 +112,7 @@ class Transform(BaseTransform):
 
     def _build_ahead(self, refusal: str | None) -> None:
         """The generic code, built when the transform is made, and its specialiser."""
-        built = self._build({}, stacklevel=5, refusal=refusal)
+        built = self._build({}, refusal=refusal)
         if built is None:
             return
         self.source, self.graph = built.source, built.graph
@@ -135,7 +140,8 @@ class Transform(BaseTransform):
         eagerly: no compiled code, arguments of the transform's own before the caller's,
         or values like some the compiled code failed on (``net.eager_keys``)."""
         eager_keys = self.net.eager_keys
-        if self._fn is None or self._prefix or eager_keys and signature(values) in eager_keys:
+        if self._fn is None or self._prefix or self._bound_defaults or \
+                eager_keys and signature(values) in eager_keys:    # functions: at _dispatch
             return None
         return self._fn
 
@@ -157,10 +163,9 @@ class Transform(BaseTransform):
         """The generated function's parameter names."""
         return self._shapes.built_params()
 
-    def _build(self, trees: dict, stacklevel: int, refusal: str | None = None) -> Any:
+    def _build(self, trees: dict, refusal: str | None = None) -> Any:
         """The generic code, its lowered IR kept for the specialisations; with ``trees``,
-        the code for pytree arguments of those structures (lowered anew: the structure
-        changes the lowering)."""
+        the code for pytree arguments of those structures (lowered anew for them)."""
         from srcgrad.build.reverse import build
         try:
             if refusal is not None:
@@ -172,7 +177,7 @@ class Transform(BaseTransform):
                 built, self._lowered = specialise.build(
                     self._compiled_target, self.kind, self.wrt, self._single, self.backend)
         except CompileError as exc:
-            self.fall_back(exc, once=True, stacklevel=stacklevel)
+            argument_objects.fall_back_or_wait(self, exc, trees)   # or built at the call
             return None
         self._snapshot.watch(built.resolved)        # attributes every build bound
         return built
@@ -193,20 +198,22 @@ class Transform(BaseTransform):
 
     def _compiled_for(self, values: list) -> Callable | None:
         """The compiled function for these arguments: pytree arguments specialise it."""
-        trees = {i: pytree.flatten(values[i])[1] for i in self.wrt
-                 if not pytree.is_leaf(values[i])}
+        trees = argument_structures(self, values) | callable_structures(self, values)
+        trees |= argument_objects.object_structures(self, values, found=bool(trees))
         if not trees:
             return self._keywords_left_out(self._fn)
         key = repr(sorted(trees.items()))
         if key not in self._specialised:
             with BUILD_LOCK:                  # unless another thread built it meanwhile
                 if key not in self._specialised:
-                    built = self._build(trees, stacklevel=6)
+                    built = self._build(trees)
                     self._specialised[key] = built.functions[built.name] if built else None
                     if built is not None:
                         self.source, self.graph = built.source, built.graph
                         self.sources[key] = built.source
-        return self._keywords_left_out(self._specialised.get(key))
+                        note_mutated(self, key, built.ir)
+        refuse_sharing(self, values, key)
+        return self._keywords_left_out(argument_objects.typed(self, key, trees))
 
     def _keywords_left_out(self, fn: Callable | None) -> Callable | None:
         """The compiled ``fn`` called with one value a parameter, ``**kwargs`` included: it
@@ -255,6 +262,7 @@ class Transform(BaseTransform):
             return result[0], positions.pick(result[1], self._single)
         return positions.pick(result, self._single)
 
+    @streams.watched                    # its draws: the safety net's reruns see them again
     def _call_parameters(self, args: tuple, kwargs: dict) -> Any:
         if self._prefix:
             args = self._prefix + args
@@ -290,7 +298,7 @@ class Transform(BaseTransform):
                                        self._name)
         if reason is None:
             return False
-        self.fall_back(reason, stacklevel=4)
+        self.fall_back(reason)
         return True
 
     def _redispatch(self, *args: Any) -> Any:
@@ -315,10 +323,10 @@ class Transform(BaseTransform):
             if all(type(a) is float for a in args):
                 return self._shapes.for_floats()(*args)
             if self._mutated:
-                refuse_shared_arguments(args, self._mutated, list(self._signature.parameters))
+                refuse_sharing(self, args)
             if any(isinstance(args[i], (dict, list, tuple)) for i in self._written):
                 return self.net.written_container(args)
-            if not any(isinstance(args[i], (dict, list, tuple)) for i in self.wrt):
+            if all(pytree.is_leaf(args[i]) for i in self.wrt):
                 return self._shapes.by_shapes(args) if self._shapes_fixed else fn(*args)
         values = self._bind(args, kwargs)
         self._check(values)
@@ -327,14 +335,14 @@ class Transform(BaseTransform):
                 self._positions.check(values)
             except TypeError as exc:
                 raise _ArgumentError(str(exc)) from None
-        if any(values[i] is not d for i, d in self._bound_defaults.items()):
-            return EAGER                  # another function than the default compiled in
+        if other_function(self, values):
+            return EAGER                  # not a function, where one is compiled in
         eager_keys = self.net.eager_keys
         if eager_keys and signature(values) in eager_keys or self._reads_tensors \
                 or nested() or any(isinstance(v, Tensor) for v in pytree.flatten(values)[0]):
             return EAGER
         if self._mutated:
-            refuse_shared_arguments(values, self._mutated, list(self._signature.parameters))
+            refuse_sharing(self, values)
         if any(isinstance(values[i], (dict, list, tuple)) for i in self._written):
             return self.net.written_container(values)
         fn = self._compiled_for(values) if self.fallback_reason is None else None
@@ -367,7 +375,7 @@ def grad(fun: Callable | None = None, wrt: Any = 0, *, backend: str = DEFAULT_BA
     """The gradient of a scalar-valued function with respect to argument(s) ``wrt``."""
     if fun is None:
         return lambda f: grad(f, wrt, backend=backend, strict=strict)
-    return Transform(fun, "grad", wrt, backend=backend, strict=strict)
+    return _made(fun, "grad", wrt, backend, strict)
 
 
 def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *,
@@ -375,26 +383,18 @@ def value_and_grad(fun: Callable | None = None, wrt: Any = 0, *,
     """Like ``grad``, returning ``(value, gradient)``."""
     if fun is None:
         return lambda f: value_and_grad(f, wrt, backend=backend, strict=strict)
-    return Transform(fun, "value_and_grad", wrt, backend=backend, strict=strict)
-
-
-_VJP_CACHE: dict = {}
+    return _made(fun, "value_and_grad", wrt, backend, strict)
 
 
 def vjp(fun: Callable, *args: Any, backend: str = DEFAULT_BACKEND,
         strict: bool = False) -> tuple:
     """``(fun(*args), vjp_fn)``; ``vjp_fn(cotangent)`` gives one gradient per argument."""
-    key = (fun, backend, strict)
-    transform = _VJP_CACHE.get(key)
-    if transform is None:
-        n = len(inspect.signature(fun).parameters)
-        transform = _VJP_CACHE[key] = Transform(fun, "vjp", tuple(range(n)), backend=backend,
-                                                strict=strict)
-    return transform(*args)
+    every = tuple(range(len(inspect.signature(fun).parameters)))
+    return _made(fun, "vjp", every, backend, strict)(*args)
 
 
-def show(fn: Any) -> None:
-    """Print a transformed function's generated source (or why it fell back)."""
-    source = getattr(fn, "source", None)
-    print(source if source is not None else f"# {getattr(fn, '__qualname__', fn)} runs on the "
-          f"eager engine: {getattr(fn, 'fallback_reason', 'not a srcgrad transform')}")
+def _made(fun: Callable, kind: str, wrt: Any, backend: str, strict: bool) -> Transform:
+    """The transform made before for these (``grad(f)(x)`` written inline), or a new one."""
+    key = tuple(wrt) if isinstance(wrt, list) else wrt
+    return TRANSFORMS.get(fun, (kind, key, backend, strict), lambda: Transform(
+        fun, kind, wrt, backend=backend, strict=strict))

@@ -11,7 +11,6 @@ give pytrees (the result's structure, each leaf holding the argument's).
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,8 +20,11 @@ import numpy as np
 from srcgrad.codegen import DEFAULT_BACKEND
 from srcgrad.errors import CompileError
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
+from srcgrad.runtime.rules import streams
 from srcgrad.transforms import pytree
 from srcgrad.transforms.base import BaseTransform
+from srcgrad.transforms.cache import TRANSFORMS
+from srcgrad.transforms.callable_args import replaced_defaults
 from srcgrad.transforms.jvp import Jvp
 from srcgrad.transforms.levels import eager_call
 from srcgrad.transforms.tangent_args import carries, tangent_of_data, with_defaults
@@ -174,6 +176,11 @@ class Jacobian(BaseTransform):
 
     def __call__(self, *args: Any) -> Any:
         args = with_defaults(self.fun, args)
+        with streams.watching() as watch:     # every pass of fun sees the same draws
+            watch.include(streams.candidates(self.fun, args))
+            return self._call(args)
+
+    def _call(self, args: tuple) -> Any:
         directional = self._directional
         if directional is not None and directional._snapshot.changed() is not None:
             directional._built.clear()              # a global of fun rebound: build again
@@ -181,7 +188,11 @@ class Jacobian(BaseTransform):
             self._used = None
         snapshot = (self._transform or directional)._snapshot
         values, eager = eager_call(snapshot, list(args))
-        if eager:                     # under an eager transform, or Tensors: keep the graph
+        replaced = replaced_defaults(self.fun, values)
+        if replaced and not eager:
+            self.fall_back(f"{', '.join(replaced)} is given another function than the default "
+                           "it is compiled for", arguments=True)
+        if eager or replaced:         # under an eager transform, or Tensors: keep the graph
             from srcgrad.transforms.fallback import eager_jacobians
             return eager_jacobians(self, tuple(values))
         args = tuple(values)
@@ -204,10 +215,12 @@ class Jacobian(BaseTransform):
         for unit in _basis(args[p]):
             tangents = list(zeros)
             tangents[p] = unit
+            streams.rewind()
             value, column = self._transform(args, tangents)
             columns.append(column)
         if value is None:
-            value = self.fun(*copy.deepcopy(args))
+            streams.rewind()
+            value = self.fun(*streams.kept(args))
         return _from_columns(columns, value, args[p])
 
     def _rows_for(self, p: int, inner: int, trees: dict, quiet: bool = False
@@ -248,7 +261,7 @@ class Jacobian(BaseTransform):
                 if inner != p:
                     raise
                 self.fall_back(exc, of=f"the hessian of "
-                               f"{getattr(self.fun, '__qualname__', self.fun)}", stacklevel=4)
+                               f"{getattr(self.fun, '__qualname__', self.fun)}")
                 self._rows[key] = str(exc)
         from srcgrad.transforms.fallback import eager_hessian
         return eager_hessian(self.fun, args, p)
@@ -259,25 +272,40 @@ class Jacobian(BaseTransform):
         x = args[p]
         if inner == p and (type(x) is float or type(x) is np.ndarray):
             loop = self._loop(p)
+            watch = streams.current()
+            drawn = watch.draws if watch is not None else 0
+            before = watch.states() if watch is not None else []
             if loop is not None:
                 try:
                     out = loop[0](*args)
+                    if watch is not None and (watch.draws != drawn or     # a pass a column:
+                                              streams.Watch.moved(before)):
+                        raise _Drew                                   # each its own draws
                 except Exception:                   # NumPy's own error, a vector result:
+                    streams.rewind()                # (draws: the columns, each rewound)
                     self._rows[("loop", p)] = None  # the general path (a safety net) answers
                 else:
                     self._used = loop[1]
                     return float(out) if type(x) is float else out
         rows = self._rows_for(p, inner, {p: pytree.flatten(args[p])[1]}
                               if not pytree.is_leaf(args[p]) else {})
-        value = self.fun(*copy.deepcopy(args))        # never the caller's arrays
         if rows is None:                     # the directional derivative fell back: eager
             if inner != p:
                 raise CompileError(f"{self!r} fell back: {self.fallback_reason}")
             from srcgrad.transforms.fallback import eager_hessian
             return eager_hessian(self.fun, args, p)
-        columns = [rows(*args, unit) for unit in _basis(args[p])]
+        columns = []
+        for unit in _basis(args[p]):
+            streams.rewind()                 # each column draws as the function does
+            columns.append(rows(*args, unit))
+        streams.rewind()
+        value = self.fun(*streams.kept(args))         # never the caller's arrays
         self._used = rows.source
         return _from_columns(columns, _jacobian_shape(value, args[inner]), args[p])
+
+
+class _Drew(Exception):
+    """The Hessian's loop drew random numbers: one pass a column, each drawing anew."""
 
 
 def _jacobian_shape(value: Any, inside: Any) -> Any:
@@ -308,19 +336,25 @@ def _position(fun: Callable, w: Any) -> int:
 def jacfwd(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
            strict: bool = False) -> Jacobian:
     """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, column by column."""
-    return Jacobian(fun, wrt, mode="fwd", backend=backend, strict=strict)
+    return _made(fun, wrt, "fwd", backend, strict)
 
 
 def jacrev(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
            strict: bool = False) -> Jacobian:
     """The Jacobian of ``fun`` with respect to argument(s) ``wrt``, row by row."""
-    return Jacobian(fun, wrt, mode="rev", backend=backend, strict=strict)
+    return _made(fun, wrt, "rev", backend, strict)
 
 
 def hessian(fun: Callable, wrt: Any = 0, *, backend: str = DEFAULT_BACKEND,
             strict: bool = False) -> Jacobian:
     """The matrix of second derivatives of ``fun`` with respect to argument(s) ``wrt``."""
-    return Jacobian(fun, wrt, mode="hessian", backend=backend, strict=strict)
+    return _made(fun, wrt, "hessian", backend, strict)
+
+
+def _made(fun: Callable, wrt: Any, mode: str, backend: str, strict: bool) -> Jacobian:
+    key = tuple(wrt) if isinstance(wrt, list) else wrt
+    return TRANSFORMS.get(fun, (mode, key, backend, strict), lambda: Jacobian(
+        fun, wrt, mode=mode, backend=backend, strict=strict))
 
 
 def _zeros(value: Any) -> Any:

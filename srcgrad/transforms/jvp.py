@@ -23,8 +23,11 @@ from srcgrad.frontend import generated_helpers as generated
 from srcgrad.frontend.freshness import Snapshot
 from srcgrad.frontend.parse import Flat
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
+from srcgrad.runtime.rules import streams
 from srcgrad.transforms import pytree
 from srcgrad.transforms.base import BaseTransform
+from srcgrad.transforms.cache import TRANSFORMS
+from srcgrad.transforms.callable_args import replaced_defaults
 from srcgrad.transforms.callables import refuse_shared_arguments
 from srcgrad.transforms.levels import eager_call
 from srcgrad.transforms.tangent_args import (
@@ -104,7 +107,7 @@ class Jvp(BaseTransform):
             if quiet:
                 raise
             self.fall_back(exc, of=f"the jvp of {getattr(self.fun, '__qualname__', self.fun)}",
-                           once=True, stacklevel=4)
+                           once=True)
             built = None
         else:
             self._snapshot.watch(built.resolved)
@@ -112,6 +115,7 @@ class Jvp(BaseTransform):
         self._built[key] = built
         return built
 
+    @streams.watched              # its reruns see its draws; an outer call's are kept
     def __call__(self, primals: Any, tangents: Any) -> Any:
         primals, tangents = sequence(primals, "primals"), sequence(tangents, "tangents")
         if len(primals) != len(tangents):
@@ -123,7 +127,11 @@ class Jvp(BaseTransform):
             primals, tangents = self._defaults(primals, tangents)
         values, eager = eager_call(self._snapshot, [*primals, *tangents], len(primals))
         primals, tangents = tuple(values[:len(primals)]), tuple(values[len(primals):])
-        if eager:                     # under an eager transform, or Tensors: keep the graph
+        replaced = replaced_defaults(self.fun, primals)
+        if replaced and not eager:
+            self.fall_back(f"{', '.join(replaced)} is given another function than the default "
+                           "it is compiled for", arguments=True)
+        if eager or replaced:         # under an eager transform, or Tensors: keep the graph
             return self._eager(primals, tangents, tuple(i for i, t in enumerate(tangents)
                                                         if t is not None and carries(primals[i])))
         if self._inner is not None:
@@ -152,7 +160,8 @@ class Jvp(BaseTransform):
             return self._eager(primals, tangents, wrt)
         if built.ir.mutates:
             refuse_shared_arguments(primals, tuple(i for i, p in enumerate(built.ir.params)
-                                                   if p in built.ir.mutates), built.ir.params)
+                                                   if p in built.ir.mutates), built.ir.params,
+                                    self.fun)
             primals = private(primals, built.ir)
         return built.functions[built.name](*primals, *[tangents[i] for i in wrt])
 
@@ -257,9 +266,6 @@ def hvp_transform(fun: Callable, along: tuple[int, ...], wrt: Any, backend: str,
     return hvp
 
 
-_JVPS: dict[Any, Jvp] = {}
-
-
 def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *,
         backend: str = DEFAULT_BACKEND, strict: bool = False) -> Any:
     """``(fun(*primals), J·tangents)``: the forward-mode derivative of ``fun`` at
@@ -267,17 +273,8 @@ def jvp(fun: Callable, primals: Any = None, tangents: Any = None, *,
     the compiled transform itself."""
     if primals is None and tangents is None:
         return Jvp(fun, backend=backend, strict=strict)
-    key = (fun, backend, strict)
-    try:
-        transform = _JVPS.get(key)
-    except TypeError:                            # an unhashable callable
-        transform = None
-    if transform is None:
-        transform = Jvp(fun, backend=backend, strict=strict)
-        try:
-            _JVPS[key] = transform
-        except TypeError:
-            pass
+    transform = TRANSFORMS.get(fun, ("jvp", backend, strict),
+                               lambda: Jvp(fun, backend=backend, strict=strict))
     return transform(primals, tangents)
 
 

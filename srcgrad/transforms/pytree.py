@@ -9,13 +9,14 @@ import numpy as np
 from srcgrad.codegen import array_backend
 from srcgrad.runtime.eager.tensor import Tensor
 from srcgrad.runtime.subclasses import plain
+from srcgrad.transforms.pytree_nodes import is_node, node_of
 
 __all__ = ["flatten", "unflatten", "is_leaf", "differentiable", "check_differentiable",
            "zero_like", "same_kind", "plain_leaves"]
 
 
 def is_leaf(x: Any) -> bool:
-    return not isinstance(x, (dict, list, tuple))
+    return not isinstance(x, (dict, list, tuple)) and node_of(x) is None
 
 
 def sorted_keys(tree: dict) -> list:
@@ -47,6 +48,12 @@ def flatten(tree: Any) -> tuple[list, Any]:
     if isinstance(tree, (list, tuple)):
         parts = [flatten(v) for v in tree]
         return [leaf for p in parts for leaf in p[0]], (type(tree), None, [p[1] for p in parts])
+    node = node_of(tree)                # a dataclass or a registered class
+    if node is not None:
+        children, aux = node.flatten(tree)
+        parts = [flatten(v) for v in children]
+        return [leaf for p in parts for leaf in p[0]], (type(tree), node.keys,
+                                                        [p[1] for p in parts], (node, aux))
     return [tree], None
 
 
@@ -61,6 +68,8 @@ def unflatten(structure: Any, leaves: list) -> Any:
         if kind == "dict":
             built = dict(zip(keys, values))
             return {k: built[k] for k in s[3]} if len(s) > 3 else built
+        if is_node(s):
+            return s[3][0].unflatten(s[3][1], values)
         return kind._make(values) if hasattr(kind, "_make") else kind(values)  # namedtuple
     return build(structure)
 
@@ -81,6 +90,12 @@ def _paths(tree: Any, path: str) -> list[tuple[str, Any]]:
         return [p for k in sorted_keys(tree) for p in _paths(tree[k], f"{path}[{k!r}]")]
     if isinstance(tree, (list, tuple)):
         return [p for i, v in enumerate(tree) for p in _paths(v, f"{path}[{i}]")]
+    node = node_of(tree)
+    if node is not None:
+        children = node.flatten(tree)[0]
+        keys = [f".{k}" for k in node.keys] if node.keys is not None else [
+            f"[{i}]" for i in range(len(children))]
+        return [p for k, v in zip(keys, children) for p in _paths(v, path + k)]
     return [(path, tree)]
 
 

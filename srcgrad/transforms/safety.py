@@ -17,6 +17,7 @@ import numpy as np
 
 from srcgrad.codegen import FILTERS_LOCK, array_backend
 from srcgrad.errors import CompileError, MissingBackend, NonScalarOutput
+from srcgrad.runtime.rules import streams
 from srcgrad.transforms import pytree
 from srcgrad.transforms.callables import written_container
 
@@ -74,12 +75,14 @@ class SafetyNet:
         run, name = self.run, self.owner._name
         values = run.backend.eager_arguments(values)
         try:
+            streams.rewind()                          # the draws the compiled code saw
             result = eager_transform(run.target, run.kind, values, run.wrt, run.single,
                                      run.call, outer=outer)
             return (result[0], self._eager_backward(result[1])) if run.kind == "vjp" else result
         except (MemoryError, CompileError):
             raise
         except Exception as exc:
+            streams.rewind()
             error = plain_error(run.target, values, run.call)
             if error is not None:                     # what the function itself raises
                 raise (compiled if type(compiled) is type(error) else error) from None
@@ -145,6 +148,7 @@ class SafetyNet:
                 raise CompileError(refusal) from None
             return
         with run.backend.plain_code():        # functions Dask lacks raise
+            streams.rewind()
             error = plain_error(run.target, values, run.call)
         if error is not None and type(error) is type(exc):
             raise exc from None               # the function itself fails on these arrays
@@ -162,10 +166,14 @@ class SafetyNet:
         numpy_floats = [_map_floats(v, np.float64) for v in values]
         try:
             fn = self.compiled_for(numpy_floats)
+            streams.rewind()
             result = fn(*numpy_floats) if fn is not None else EAGER
         except Exception:  # noqa: BLE001 - the function's own error, or the eager engine
             result = EAGER
+        states = streams.current().states() if streams.current() else []
+        streams.rewind()                          # the plain call draws as the first did
         error = plain_error(run.target, values, run.call)
+        streams.Watch.restore(states)             # and the streams are as the result left them
         if error is not None:
             raise error from None
         if result is EAGER:
@@ -187,7 +195,7 @@ class SafetyNet:
             if key in self.eager_keys:         # said already (another thread's call)
                 return EAGER
             self.eager_keys.add(key)
-        self.owner.fall_back(reason, arguments=True, stacklevel=4)
+        self.owner.fall_back(reason, arguments=True)
         return EAGER
 
     def internal_error(self, exc: Exception, key: Any) -> None:
@@ -205,12 +213,13 @@ class SafetyNet:
             self.eager_keys.add(key)
             if self.shapes is not None:
                 self.shapes.latest = None
-        self.owner.fall_back(message, arguments=True, strictly=strictly, cause=cause,
-                             stacklevel=4)
+        self.owner.fall_back(message, arguments=True, strictly=strictly, cause=cause)
 
     def safe_backward(self, backward: Callable, args: tuple, kwargs: dict,
                       outer: bool) -> Callable:
         """A vjp's backward function, with the same safety net as the forward call."""
+        forward = streams.current()             # what the forward call drew, for a rerun
+
         def vjp_fn(cotangent: Any) -> Any:
             cotangent = pytree.plain_leaves(cotangent, "the cotangent")
             try:
@@ -222,7 +231,8 @@ class SafetyNet:
                 values = self.bind(args, kwargs)
                 if not self.run.backend.eager_takes_arrays:
                     self._refuse_before_eager(exc, values)
-                grads = self.eager(values, outer, exc)[1](cotangent)
+                with streams.again(forward):
+                    grads = self.eager(values, outer, exc)[1](cotangent)
                 self.internal_error(exc, signature(values))
                 return grads
         return vjp_fn

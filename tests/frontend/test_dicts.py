@@ -311,13 +311,6 @@ REFUSED = {
             d['a'] += 1.0
             return np.sum(d['b'] * x)
         """, "another key of d also names"),
-    "a dict argument not differentiated looped over": ("""
-        def f(x, p=None):
-            t = 0.0
-            for k, v in p.items():
-                t = t + np.sum(v * x)
-            return t
-        """, "dict argument that is differentiated"),
     "or returning a value": ("""
         def f(x):
             return np.sum(x or 1.0)

@@ -21,20 +21,21 @@ CASES = {
             box.value = np.sum(x)
             return np.sum(x * box.value)
         """, 4, "attribute"),
-    "try": ("""
+    "try with two statements": ("""
         def f(x):
             try:
                 y = np.exp(x)
+                z = np.log(y)
             except ValueError:
-                y = x
-            return np.sum(y)
-        """, 3, "try/except"),
-    "with": ("""
+                z = x
+            return np.sum(z)
+        """, 3, "try body with one statement"),
+    "with errstate raising": ("""
         def f(x):
-            with np.errstate(all="ignore"):
+            with np.errstate(all="raise"):
                 y = np.log(x)
             return np.sum(y)
-        """, 3, "with statement"),
+        """, 3, "'ignore'"),
     "nonlocal in a nested def": ("""
         def f(x):
             acc = x * 1.0

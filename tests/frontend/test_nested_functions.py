@@ -202,14 +202,6 @@ REFUSED = {
                 return v
             return np.sum(g(x))
         """, "nonlocal"),
-    "a closure over a name assigned after it": ("""
-        def f(x):
-            c = 2.0
-            def g(v):
-                return v * c
-            c = 3.0
-            return np.sum(g(x))
-        """, "assigned again after it is defined"),
     "a recursive nested function": ("""
         def f(x):
             def g(v, n):
@@ -218,14 +210,6 @@ REFUSED = {
                 return g(v * 2.0, n - 1)
             return np.sum(g(x, 2))
         """, "recursion"),
-    "a nested function defined in a loop": ("""
-        def f(x):
-            for i in range(2):
-                def g(v):
-                    return v * i
-                x = g(x)
-            return np.sum(x)
-        """, "not inside a loop or branch"),
     "a decorated nested function": ("""
         def f(x):
             @staticmethod

@@ -17,10 +17,7 @@ from srcgrad.transforms.fallback import eager_transform
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = {"srcgrad": "srcgrad", "codegen": "srcgrad.codegen", "runtime": "srcgrad.runtime"}
 LIMIT = 400
-OVER_THE_LIMIT = {
-    "runtime/eager/tensor.py": "being split by the helper working on the Tensor class",
-    "runtime/eager/engine.py": "being split by the helper working on the eager engine",
-}
+OVER_THE_LIMIT: dict[str, str] = {}
 """Modules allowed over ``LIMIT`` lines for now, each with the reason."""
 
 
@@ -72,6 +69,8 @@ def test_no_module_is_over_the_line_limit():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in MODULES.values()}
     over = {path: n for path, n in sizes.items() if n > LIMIT and path not in OVER_THE_LIMIT}
     assert not over, f"modules over {LIMIT} lines (split them by responsibility): {over}"
+    back = {path for path in OVER_THE_LIMIT if sizes.get(path, 0) <= LIMIT}
+    assert not back, f"listed in OVER_THE_LIMIT but within {LIMIT} lines (remove): {back}"
 
 
 def test_no_import_cycle_at_import_time():
@@ -172,7 +171,7 @@ def test_every_stage_folder_has_a_contract():
 def test_dir_of_srcgrad_is_the_public_api():
     import types
     modules = {n for n in dir(srcgrad) if isinstance(getattr(srcgrad, n), types.ModuleType)}
-    assert modules == {"autograd", "cuda", "linalg", "nn", "optim", "viz"}
+    assert modules == {"autograd", "cuda", "linalg", "nn", "optim", "tree", "viz"}
     assert set(dir(srcgrad)) == {*srcgrad.__all__, "__version__"}
     assert {"grad", "jvp", "hessian", "Tensor", "tensor", "CompileError"} <= set(dir(srcgrad))
     assert not {"frontend", "transforms", "codegen", "runtime", "ir", "errors"} & set(dir(srcgrad))
@@ -538,8 +537,7 @@ def test_comments_explain_in_their_own_words():
 # ------------------------------------------------------------ a class's size, its bases included
 
 CLASS_LIMIT = 400
-LARGE_CLASSES = {
-}
+LARGE_CLASSES: dict[str, str] = {}
 """Classes allowed over ``CLASS_LIMIT`` lines counted with their bases, each with the reason
 (and its total when listed)."""
 

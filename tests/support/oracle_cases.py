@@ -610,6 +610,11 @@ TABLE["trapezoid"] = calls(("1d", "x", "np.trapezoid(x)", ("1d",)),
                            ("x points", "y, t", "np.trapezoid(y, t)", ("1d", "1d")))
 TABLE["interp"] = calls(("values", "fp", "np.interp(np.array([0.3, 1.7]), np.arange(4.0), fp)",
                          ("1d",)))
+TABLE["vander"] = calls(("N", "x", "np.vander(x, 3)", ("1d",)),
+                        ("increasing", "x", "np.vander(x, increasing=True)", ((3,),)))
+TABLE["lib.stride_tricks.sliding_window_view"] = calls(
+    ("2d", "x", "np.lib.stride_tricks.sliding_window_view(x, (2, 2))", ("2d",)),
+    ("axis", "x", "np.lib.stride_tricks.sliding_window_view(x, 2, axis=0)", ("2d",)))
 TABLE["cumulative_prod"] = calls(("2d,axis=1", "x", "np.cumulative_prod(x, axis=1)", ("2d",),
                                   "pos"))
 TABLE["matvec"] = calls(("2d,1d", "x, y", "np.matvec(x, y)", ("2d", "1d")))
@@ -638,7 +643,8 @@ def key_of(fun) -> str:
 
 
 def _modules():
-    found = [("", np), ("linalg.", np.linalg)]
+    found = [("", np), ("linalg.", np.linalg), ("fft.", np.fft),
+             ("lib.stride_tricks.", np.lib.stride_tricks)]
     try:
         found.append(("scipy.special.", importlib.import_module("scipy.special")))
     except ImportError:                       # pragma: no cover

@@ -53,12 +53,12 @@ LAZY_FLOORS = {"rule": 150, "control": 20, "list": 12, "pytree": 4, "dask-contro
 
 COMPUTES_WHILE_BUILDING = {f"rule:{name}" for name in (
     # Python's math functions and conversions to Python numbers read the value
-    [f"math_{f}" for f in "acos acosh asin asinh atan atan2 atanh cos cosh exp expm1 fabs "
-     "hypot log log10 log1p log2 pow sin sinh sqrt tan tanh".split()]
+    [f"math_{f}" for f in "acos acosh asin asinh atan atan2 atanh cos cosh erf erfc exp expm1 "
+     "fabs gamma hypot lgamma log log10 log1p log2 pow sin sinh sqrt tan tanh".split()]
     + "to_float to_scalar to_device".split()
     # SciPy functions that are not ufuncs, NumPy's vectorize, helpers that read values
-    + "continuous digamma dirichlet gelu logsumexp_b multigammaln normal_cdf poisson "
-      "polygamma signal_convolve".split())}
+    + "cho_factor_c continuous digamma dirichlet gelu logsumexp_b multigammaln normal_cdf "
+      "poisson polygamma signal_convolve solve_triangular".split())}
 """The rule-table cases whose gradient computes Dask values while it is built (each a pass
 over the data; docs/dask.md lists why). Every other rule-table case builds its gradient
 without computing anything."""

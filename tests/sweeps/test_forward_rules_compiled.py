@@ -35,7 +35,8 @@ import srcgrad
 from srcgrad.errors import CompileError
 from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
 
-BOUND = sorted({key_of(fun) for fun in NUMPY_BINDINGS})
+BOUND = sorted({key_of(fun) for fun in NUMPY_BINDINGS
+                if not NUMPY_BINDINGS[fun][0].eager_only})   # np.fft's: complex, not compiled
 
 REFUSED: dict[str, str] = {}
 """Functions (keys of ``oracle_cases.TABLE``) whose forward rule has no derivative the

@@ -24,6 +24,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 import srcgrad
+from srcgrad.transforms.grad import Transform
 
 _box = types.SimpleNamespace()
 RS = np.random.RandomState(3)
@@ -117,7 +118,7 @@ def _fd(f, args, p, eps=1e-6):
 def _fallback_grad(f, args, p, **kwargs):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        g = srcgrad.grad(f, wrt=p, **kwargs)(*args)
+        g = Transform(f, "grad", p, **kwargs)(*args)     # made anew: it warns again
     assert any(issubclass(w.category, srcgrad.FallbackWarning) for w in seen)
     return g
 
@@ -322,3 +323,76 @@ def test_another_thread_gets_numpy_arrays_while_the_run_shows_stand_ins():
     g = _fallback_grad(_makes_buffers_in_another_thread, (V.copy(),), 0)
     np.testing.assert_allclose(g, 8.0 * V)
     assert _box.seen == [np.ndarray]
+
+
+ACTIVATIONS = {np.tanh: "tanh", np.sin: "sin"}
+
+
+def _checks_types(x):
+    _unused = 0
+    del _unused                                  # not compiled: the eager engine runs it
+    act = np.tanh
+    assert isinstance(x, np.ndarray) and isinstance(act, np.ufunc)
+    assert ACTIVATIONS.get(act) == "tanh" and issubclass(type(np.zeros(2)), np.ndarray)
+    return np.sum(act(x) * x)
+
+
+def test_the_eager_run_answers_type_checks_and_lookups_as_numpy_does():
+    x = np.array([0.5, -1.0, 2.0])
+    g = _fallback_grad(_checks_types, (x.copy(),), 0)
+    t = np.tanh(x)
+    np.testing.assert_allclose(g, t + x * (1 - t ** 2), rtol=1e-12)
+
+
+def _clipped_square(x):
+    return x * x
+
+
+srcgrad.defvjp(_clipped_square, lambda g, ans, x: g * np.clip(2 * x, -1.0, 1.0))   # the user's
+
+
+def _uses_a_user_rule(x):
+    _unused = 0
+    del _unused                                  # not compiled: the eager engine runs it
+    return np.sum(_clipped_square(x))
+
+
+def _uses_a_user_rule_compiled(x):
+    return np.sum(_clipped_square(x))
+
+
+def test_the_eager_run_uses_the_users_rule_as_the_compiler_does():
+    x = np.array([0.2, -1.0, 2.0])
+    want = np.clip(2 * x, -1.0, 1.0)
+    np.testing.assert_allclose(srcgrad.grad(_uses_a_user_rule_compiled, strict=True)(x), want)
+    np.testing.assert_allclose(_fallback_grad(_uses_a_user_rule, (x.copy(),), 0), want)
+
+
+def test_a_rule_written_for_hips_autograd_is_refused_when_given():
+    with pytest.raises(TypeError, match=r"rule\(g, ans, \*inputs"):
+        srcgrad.defvjp(_clipped_square, lambda ans, x: lambda g: g * 2 * x)
+
+
+LAST = None
+HISTORY: list = []
+CACHE: dict = {}
+
+
+def _keeps_what_it_computed(x):
+    global LAST
+    _unused = 0
+    del _unused                                  # not compiled: the eager engine runs it
+    y = np.sin(x)
+    LAST = y
+    HISTORY.append(np.sum(y))
+    CACHE["y"] = y
+    return np.sum(y ** 2)
+
+
+def test_what_the_run_leaves_in_globals_is_what_numpy_leaves():
+    x = np.array([0.5, -1.0, 2.0])
+    g = _fallback_grad(_keeps_what_it_computed, (x.copy(),), 0)
+    np.testing.assert_allclose(g, 2 * np.sin(x) * np.cos(x), rtol=1e-12)
+    assert type(LAST) is np.ndarray and type(CACHE["y"]) is np.ndarray
+    assert type(HISTORY[-1]) is np.float64
+    np.testing.assert_allclose(LAST, np.sin(x))

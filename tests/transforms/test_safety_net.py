@@ -125,7 +125,7 @@ def test_a_vjp_backward_that_raises_falls_back():
         return np.sin(x) * y
 
     value, back = srcgrad.vjp(f, A, 2 * A)
-    transform = srcgrad.transforms.grad._VJP_CACHE[(f, "numpy", False)]
+    transform = srcgrad.transforms.cache.TRANSFORMS.get(f, ("vjp", (0, 1), "numpy", False), None)
 
     def raising_backward(*args):
         def backward(g):
@@ -151,14 +151,14 @@ def test_compile_in_the_eager_graph_falls_back_when_compiled_code_raises():
 
 # ---------------------------------------------------------- no dead end
 def test_a_call_with_no_rule_is_named_at_grad_time_and_at_call_time():
-    f = define("def f(x):\n    return math.gamma(x) * 2.0\n", {"math": math})
-    with pytest.warns(srcgrad.FallbackWarning, match="math.gamma.*defvjp"):
+    f = define("def f(x):\n    return math.cbrt(x) * 2.0\n", {"math": math})
+    with pytest.warns(srcgrad.FallbackWarning, match="math.cbrt.*defvjp"):
         g = srcgrad.grad(f)
     with pytest.raises(Exception) as info:
         g(1.5)
     assert not isinstance(info.value, (AttributeError, KeyError, IndexError))
     text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
-    assert "math.gamma" in text and "defvjp" in text
+    assert "math.cbrt" in text and "defvjp" in text
 
 
 # ------------------------------------------------------------------ higher order

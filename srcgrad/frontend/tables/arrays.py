@@ -265,8 +265,10 @@ def _pad(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
             raise lowerer.error(f"np.pad(mode={mode!r}): the argument {key}={value!r} is not "
                                 "compiled", node)
         _constant(lowerer, value, f"np.pad's {key}", node)
-    params = {"pad_width": _constant(lowerer, bound["pad_width"], "np.pad's pad_width", node),
-              "mode": mode, **options}
+    width = bound["pad_width"]         # integers only: computed at run time from anything
+    if isinstance(width, Pack):
+        width = lowerer.prims.pack_param(width, node, integers=True)
+    params = {"pad_width": width, "mode": mode, **options}
     return lowerer.prims.prim(PRIMITIVES["pad"], [bound["array"]], params, "padded", node)
 
 

@@ -18,6 +18,8 @@ import numpy as np
 
 from srcgrad.frontend.callees import bind_call
 from srcgrad.frontend.tables.arrays import ARRAY_CALLS, SpecialCalls
+from srcgrad.frontend.tables.guards import GUARDS
+from srcgrad.frontend.tables.sampling import SAMPLING_CALLS
 from srcgrad.frontend.tables.values import VALUE_CALLS, array_options, cast_value, lower_astype
 from srcgrad.ir import Const, Pack, Var, const_expr, constant, value_expr
 from srcgrad.runtime.rules import stop_gradient
@@ -71,6 +73,7 @@ NONDIFF_CALLS: dict[Any, str] = {
     np.iinfo: "a dtype's limits",
     np.tril_indices_from: _SHAPE, np.triu_indices_from: _SHAPE,
     np.diag_indices_from: _SHAPE,
+    **GUARDS,                       # the helpers of compiled try and with blocks
 }
 """Calls whose result provably carries no gradient, whatever their arguments (→ why): printed
 as plain Python, never differentiated."""
@@ -294,4 +297,4 @@ _SPECIAL_CALLS = {np.concatenate: _join("concatenate"), np.stack: _join("stack")
                  np.linalg.qr: _tuple_result(np.linalg.qr, 1),
                  np.linalg.slogdet: _tuple_result(np.linalg.slogdet, 1),
                  np.linalg.lstsq: _tuple_result(np.linalg.lstsq, 2)}
-SPECIAL_CALLS = SpecialCalls({**_SPECIAL_CALLS, **ARRAY_CALLS})  # and scipy.special's, lazily
+SPECIAL_CALLS = SpecialCalls({**_SPECIAL_CALLS, **ARRAY_CALLS, **SAMPLING_CALLS})  # and SciPy's

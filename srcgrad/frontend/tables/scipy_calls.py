@@ -2,7 +2,9 @@
 (:mod:`srcgrad.runtime.rules.bessel`, ``special_functions``), ``logsumexp`` (``b=`` too),
 ``multigammaln`` and ``polygamma``; the ``scipy.stats`` methods of
 :mod:`srcgrad.runtime.rules.scipy_stats` (``stats.norm.cdf(x, loc, scale)``: a bound method of
-the distribution object); and ``scipy.signal.convolve``.
+the distribution object); ``scipy.signal.convolve``; and ``scipy.linalg``'s
+``solve_triangular``, ``cho_factor`` (a tuple ``(c, lower)``) and ``cho_solve`` (two
+triangular solves), from :mod:`srcgrad.runtime.rules.triangular`.
 
 srcgrad never imports SciPy itself: :func:`scipy_lowering` recognises a callee only once the
 user's program has imported the SciPy module it comes from.  Arguments are bound by the
@@ -35,6 +37,14 @@ from srcgrad.runtime.rules.special import (
     logsumexp_b,
     multigammaln,
     polygamma,
+)
+from srcgrad.runtime.rules.triangular import (
+    CHO_FACTOR_SIGNATURE,
+    CHO_SOLVE_SIGNATURE,
+    SOLVE_SIGNATURE,
+    TRANS,
+    cho_factor_c,
+    solve_triangular,
 )
 
 __all__ = ["scipy_lowering", "SCIPY_SURFACE"]
@@ -112,7 +122,8 @@ def _logsumexp(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     bound = _bind(lowerer, _LSE, args, kwargs, node, name, ("a", "b"))
     if bound["return_sign"] is not False:
         raise lowerer.error(f"{name}(return_sign=True) is not compiled", node)
-    axis = _literal(lowerer, bound["axis"], f"{name}()'s axis", node)
+    axis = bound["axis"]            # an int argument's value serves as it is (no gradient)
+    axis = axis if isinstance(axis, Var) else _literal(lowerer, axis, f"{name}()'s axis", node)
     keepdims = _literal(lowerer, bound["keepdims"], f"{name}()'s keepdims", node)
     params = {"axis": list(axis) if isinstance(axis, list) else axis, "keepdims": keepdims}
     if isinstance(params["axis"], list):
@@ -192,6 +203,66 @@ _SPECIAL_FUNCTIONS = {"logsumexp": _logsumexp, "multigammaln": _multigammaln,
                       "polygamma": _polygamma}
 
 
+def _flag(lowerer: Any, bound: dict, key: str, name: str, node: ast.AST) -> bool:
+    return bool(_literal(lowerer, bound[key], f"{name}()'s {key}", node))
+
+
+def _no_overwrite(lowerer: Any, bound: dict, key: str, name: str, node: ast.AST) -> None:
+    """``overwrite_a``/``overwrite_b`` let SciPy write into its operand as it sees fit, which
+    no gradient can follow: refused unless False."""
+    if _flag(lowerer, bound, key, name, node):
+        raise lowerer.error(f"{name}({key}=True) may write into its operand, which srcgrad "
+                            f"does not follow; leave {key} False", node)
+
+
+def _solve_triangular(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+    name = "scipy.linalg.solve_triangular"
+    bound = _bind(lowerer, SOLVE_SIGNATURE, args, kwargs, node, name, ("a", "b"))
+    _no_overwrite(lowerer, bound, "overwrite_b", name, node)
+    trans = _literal(lowerer, bound["trans"], f"{name}()'s trans", node)
+    if trans not in TRANS:
+        raise lowerer.error(f"{name}(): trans must be one of {TRANS}", node)
+    params = {"trans": trans, "lower": _flag(lowerer, bound, "lower", name, node),
+              "unit_diagonal": _flag(lowerer, bound, "unit_diagonal", name, node)}
+    return lowerer.prims.prim(solve_triangular, [bound["a"], bound["b"]], params, "solved",
+                              node)
+
+
+def _cho_factor(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+    name = "scipy.linalg.cho_factor"
+    bound = _bind(lowerer, CHO_FACTOR_SIGNATURE, args, kwargs, node, name, ("a",))
+    _no_overwrite(lowerer, bound, "overwrite_a", name, node)
+    lower = _flag(lowerer, bound, "lower", name, node)
+    c = lowerer.prims.prim(cho_factor_c, [bound["a"]], {"lower": lower}, "factor", node)
+    return Pack([c, Const(lower)])
+
+
+def _cho_solve(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+    name = "scipy.linalg.cho_solve"
+    bound = bind_call(lowerer, None, args, kwargs, node, name, signature=CHO_SOLVE_SIGNATURE)
+    if "overwrite_b" in bound:
+        _no_overwrite(lowerer, bound, "overwrite_b", name, node)
+    pair = bound["c_and_lower"]
+    pair = lowerer.expr(pair) if isinstance(pair, ast.AST) else pair
+    items = pair.items if isinstance(pair, Pack) else None
+    if items is None or len(items) != 2:
+        raise lowerer.error(f"{name}(): pass (c, lower) as a tuple written in the call or "
+                            "returned by scipy.linalg.cho_factor", node)
+    lower = _literal(lowerer, _static(items[1]), f"{name}()'s lower", node)
+    b = bound["b"]
+    b = lowerer.expr(b) if isinstance(b, ast.AST) else b
+    first = lowerer.prims.prim(solve_triangular, [items[0], b],
+                               {"trans": 0 if lower else 1, "lower": bool(lower),
+                                "unit_diagonal": False}, "solved", node)
+    return lowerer.prims.prim(solve_triangular, [items[0], first],
+                              {"trans": 1 if lower else 0, "lower": bool(lower),
+                               "unit_diagonal": False}, "solved", node)
+
+
+_LINALG = {"solve_triangular": _solve_triangular, "cho_factor": _cho_factor,
+           "cho_solve": _cho_solve}
+
+
 def scipy_lowering(f: Any) -> Any:
     """The lowering of SciPy's ``f`` (a function or a distribution's bound method), or None
     (not a SciPy callable srcgrad has a rule for)."""
@@ -207,6 +278,10 @@ def scipy_lowering(f: Any) -> Any:
     signal = sys.modules.get("scipy.signal")
     if signal is not None and getattr(signal, "convolve", None) is f:
         return _convolve
+    linalg = sys.modules.get("scipy.linalg")
+    for name, lower in _LINALG.items():
+        if linalg is not None and getattr(linalg, name, None) is f:
+            return lower
     stats = sys.modules.get("scipy.stats")
     owner, method = getattr(f, "__self__", None), getattr(f, "__name__", None)
     if stats is None or owner is None or not isinstance(method, str):
@@ -226,7 +301,10 @@ SCIPY_SURFACE = sorted(
     + [("scipy.special.logsumexp(b=)", logsumexp_b.name),
        ("scipy.special.multigammaln", multigammaln.name),
        ("scipy.special.polygamma", polygamma.name),
-       ("scipy.signal.convolve", signal_convolve.name)]
+       ("scipy.signal.convolve", signal_convolve.name),
+       ("scipy.linalg.solve_triangular", solve_triangular.name),
+       ("scipy.linalg.cho_factor", cho_factor_c.name),
+       ("scipy.linalg.cho_solve", solve_triangular.name)]
     + [(f"scipy.stats.{d}.{m}", continuous.name) for d in CONTINUOUS for m in METHODS]
     + [(f"scipy.stats.poisson.{m}", poisson.name) for m in DISCRETE["poisson"]]
     + [(f"scipy.stats.dirichlet.{m}", dirichlet.name) for m in ("pdf", "logpdf")])

@@ -31,6 +31,7 @@ from srcgrad.frontend.tables import constructs as T
 from srcgrad.frontend.tables.refusals import REFUSED, REFUSED_NAMESPACES
 from srcgrad.runtime.rules.elementwise import MATH_TWINS
 from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS, Primitive
+from srcgrad.runtime.rules.special import MATH_SPECIAL
 
 __all__ = ["CONSTRUCTS", "Entry", "REFUSED", "REFUSED_NAMESPACES", "classify", "constructs",
            "python_calls", "operators", "public_surface", "scipy_special", "stale", "surface",
@@ -122,7 +123,7 @@ def _by_table(name: str, obj: Any, nondiff: dict[Any, str]) -> tuple[str, str] |
     if bound is not None:
         prim: Primitive = bound[0]
         if prim.differentiable:
-            return "rule", prim.name
+            return "rule", prim.name + (" (eager engine only)" if prim.eager_only else "")
         if prim.vjps:                                    # rules registered, each one None
             what = {"bool": "a boolean result", "index": "integer indices"}.get(
                 prim.dtype_rule, "no gradient")
@@ -200,21 +201,38 @@ CONSTRUCTS: dict[str, str] = {
               "(on a private copy)",
     "AnnAssign": "annotated assignment `a: float = …`",
     "AugAssign": "augmented assignment `a += …`, `y[i] += v`",
-    "Expr": "expression statements: `print`, logging calls, `xs.append(v)`, docstrings",
+    "Expr": "expression statements: `print`, `logging.info(…)` and a global logger's calls, "
+            "`xs.append(v)`, docstrings",
     "Assert": "`assert` (runs in the forward)",
+    "Raise": "`raise` of a builtin exception class (and `np.linalg.LinAlgError`), run in the "
+             "forward on the path taken, with the same message",
+    "Try": "`try`/`except`/`else`/`finally` around one NumPy statement: the path its "
+           "exception selects is the one differentiated; a bare `raise` in a handler re-raises",
+    "With": "`with np.errstate(...)` ('ignore' and 'warn' modes) and `with warnings."
+            "catch_warnings():` (and the filters set first in it): the block's forward and "
+            "adjoint run under it",
     "Pass": "`pass`",
     "If": "`if`/`elif`/`else` on values",
-    "For": "`for` over `range`, arrays, lists, `enumerate`, `zip` (and `for … else`)",
+    "For": "`for` over `range`, arrays, lists, `enumerate`, `zip`, a call of a user's "
+           "generator (expanded in place) (and `for … else`)",
     "While": "`while` with a data-dependent trip count (and `while … else`)",
     "Break": "`break`",
     "Continue": "`continue`",
     "Return": "`return`, anywhere",
+    "FunctionDef": "nested `def`s (in loops too), reading the enclosing function's variables "
+                   "as Python does, called, passed to helpers and returned",
     "Attribute": "attributes: `.T`, `.shape`, `.ndim`, `.dtype`, `.size`; module constants "
-                 "(`np.pi`)",
+                 "(`np.pi`); attributes of user objects (globals, arguments: read when the "
+                 "code runs, built per class; objects made in the function, writes included); "
+                 "fields of dataclass and namedtuple arguments",
     "BinOp": "arithmetic operators (below)",
     "BoolOp": "`and`, `or`",
     "Call": "calls: the NumPy functions and methods above, `math`, builtins, other user "
-            "functions, lambdas and closures (transformed too)",
+            "functions, lambdas and closures (transformed too), functions passed as arguments "
+            "(the code is built for each one passed), methods and `__call__` of user objects "
+            "(lowered in place), `functools.partial` and "
+            "`functools.reduce`; `f(*xs, **d)` where the length of `xs` and the keys of `d` "
+            "are known when compiling",
     "Compare": "comparisons, chained too (no gradient)",
     "Constant": "literals",
     "Dict": "dict literals with keys known when compiling (`{'w': w, **d}`), read and written "
@@ -224,13 +242,14 @@ CONSTRUCTS: dict[str, str] = {
     "JoinedStr": "f-strings made of names known when compiling (a dict key `f'W{i}'` in an "
                  "unrolled loop)",
     "IfExp": "conditional expressions `a if c else b`",
-    "Lambda": "lambdas, called where they are defined or later (`(lambda u: …)(x)`)",
-    "List": "list literals",
+    "Lambda": "lambdas, called where they are defined or later (`(lambda u: …)(x)`), passed "
+              "to helpers and returned from them",
+    "List": "list literals, `[*xs, y]` where the length of `xs` is known when compiling",
     "ListComp": "list comprehensions, with `if` filters and nested `for`s",
     "Name": "names: arguments, locals, globals and closure variables",
     "Slice": "slices `a:b:c` in subscripts",
     "Subscript": "indexing and slicing, `x[i]`, `x[1:3, ::2]`, `p[\"w\"]`, `xs[i]`",
-    "Tuple": "tuple literals",
+    "Tuple": "tuple literals, `(*xs, y)` where the length of `xs` is known when compiling",
     "UnaryOp": "`-x`, `+x`, `not x`",
 }
 """How each construct the lowering dispatches on reads to a user."""
@@ -287,8 +306,11 @@ def operators() -> list[tuple[str, str, str]]:
 def python_calls() -> list[tuple[str, str]]:
     """(a ``math`` function or builtin, what the compiler makes of it)."""
     from srcgrad.frontend.calls import Calls
+    from srcgrad.frontend.functional import FUNCTIONAL
+    twins = {**MATH_TWINS, **{f: f"scipy.special.{p.name}" for f, p in MATH_SPECIAL.items()}}
     rows = [(f"math.{f.__name__}", f"{g.name} (Python's function, the rules of "
-             f"np.{MATH_TWINS[f].__name__})" if isinstance(g, Primitive)
+             + (twins[f] if isinstance(twins[f], str) else f"np.{twins[f].__name__}") + ")"
+             if isinstance(g, Primitive)
              else f"np.{g.__name__} ({_rule_of(g)})") for f, g in T.MATH.items()]
     rows += [(f"{f.__name__}()", f"np.{g.__name__} ({_rule_of(g)})")
              for f, g in T.BUILTIN_MATH.items()]
@@ -297,7 +319,8 @@ def python_calls() -> list[tuple[str, str]]:
     rows += [(f"{n}()", _LOWERED_BUILTINS.get(n, "lowered")) for n in special]
     plain = [(f, "lowered exactly (it carries a value)") for f in getattr(T, "VALUE_CALLS", {})]
     plain += [(f, f"no gradient: {why}") for f, why in nondiff_calls().items()]
-    plain += [(f, STATIC_WHEN_CONSTANT) for f in getattr(T, "STATIC_WHEN_CONSTANT", ())]
+    plain += [(f, FUNCTIONAL.get(f, STATIC_WHEN_CONSTANT))
+              for f in getattr(T, "STATIC_WHEN_CONSTANT", ())]
     plain += [(f, "runs in the forward, for its effect") for f in T.EFFECTS]
     return rows + sorted((f"{_module(f)}{f.__name__}()", what) for f, what in plain
                          if _module(f) is not None)
