@@ -187,7 +187,12 @@ def parse_function(fn: Any, generator: bool = False) -> Source:
         try:
             tree = ast.parse(text.strip().rstrip(",)"), mode="exec")
         except SyntaxError:
-            raise CompileError(f"the source of {name} cannot be isolated for parsing") from None
+            line = file_lines[start - 1] if start <= len(file_lines) else first
+            raise CompileError(f"the source of {name} cannot be isolated for parsing (a lambda "
+                               "in an expression over several lines: give it a line of its "
+                               "own, or make it a def)", Location(
+                                   filename, start, indent, len(line.rstrip()), line,
+                                   name)) from None
     for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += start - 1

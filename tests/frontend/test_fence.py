@@ -249,3 +249,19 @@ def test_rows_overwritten_in_place_get_the_exact_gradient():
         d0, d1 = g(x0, x1)        # NumPy allows the write PyTorch forbids: the gradient is exact
     np.testing.assert_allclose(d0, numerical_grad(fn, [x0.copy(), x1.copy()], 0), atol=1e-7)
     np.testing.assert_allclose(d1, numerical_grad(fn, [x0.copy(), x1.copy()], 1), atol=1e-7)
+
+
+_LAMBDAS = {
+    "square": lambda x: np.sum(x ** 2),
+}
+
+
+def test_a_lambda_that_cannot_be_isolated_is_refused_at_its_line():
+    square = _LAMBDAS["square"]
+    with pytest.raises(srcgrad.CompileError, match="cannot be isolated") as info:
+        srcgrad.grad(square, strict=True)
+    assert info.value.filename == __file__
+    assert info.value.lineno == square.__code__.co_firstlineno
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", srcgrad.FallbackWarning)
+        np.testing.assert_allclose(srcgrad.grad(square)(np.array([1.0, -2.0])), [2.0, -4.0])
