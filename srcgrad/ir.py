@@ -37,7 +37,7 @@ from srcgrad.errors import CompileError, Location
 
 __all__ = ["Var", "Const", "Stmt", "Function", "Operand", "fresh_name", "bind_free",
            "bind_values", "Pack", "Tree", "Closure", "constant", "const_expr", "value_expr",
-           "literal", "GENERATED", "is_generated"]
+           "literal", "hashable", "GENERATED", "is_generated"]
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,15 @@ def literal(value: Any) -> bool:
     """Whether ``value`` prints as a literal (:func:`value_expr` has an expression for it)."""
     try:
         value_expr(value)
+    except TypeError:
+        return False
+    return True
+
+
+def hashable(value: Any) -> bool:
+    """Whether ``value`` can be looked up in a set or a dict (a key, a table of callables)."""
+    try:
+        hash(value)
     except TypeError:
         return False
     return True

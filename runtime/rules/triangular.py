@@ -154,10 +154,16 @@ def check_operands(name: str, a: Any, b: Any = None) -> str | None:
     return None
 
 
+def overwrite_refusal(name: str, key: str) -> str:
+    """Why ``scipy.linalg.<name>(<key>=True)`` is refused: SciPy may then write into its
+    operand as it sees fit, which no gradient can follow (both modes say this)."""
+    return (f"scipy.linalg.{name}({key}=True) may write into its operand, which srcgrad does "
+            f"not follow; leave {key} False")
+
+
 def _no_overwrite(name: str, bound: dict, key: str) -> None:
     if bound.get(key):
-        raise TypeError(f"scipy.linalg.{name}({key}=True) may write into its operand, which "
-                        f"srcgrad does not follow; leave {key} False")
+        raise TypeError(overwrite_refusal(name, key))
 
 
 def _refuse(reason: str | None) -> None:

@@ -25,7 +25,7 @@ from srcgrad.frontend.operators import Operators
 from srcgrad.frontend.parse import Env
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.structural import dict_argument, global_dict, missing_key
-from srcgrad.ir import Closure, Const, Pack, Tree, Var
+from srcgrad.ir import Closure, Const, Pack, Tree, Var, hashable
 
 __all__ = ["Dicts", "key_value"]
 
@@ -38,15 +38,7 @@ _KEY_TYPES = (str, int, float, bool)
 def key_value(value: Any) -> bool:
     """Whether a lowered value is a key known when compiling."""
     return isinstance(value, Const) and isinstance(value.value, _KEY_TYPES + (tuple,)) and \
-        _hashable(value.value)
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
+        hashable(value.value)
 
 
 class Host(Protocol):

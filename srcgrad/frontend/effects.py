@@ -17,7 +17,7 @@ from srcgrad.frontend.object_writes import refuse_method
 from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.statics import Statics
 from srcgrad.frontend.tables import constructs as T
-from srcgrad.ir import Const, Stmt, Var
+from srcgrad.ir import Const, Stmt, Var, hashable
 
 __all__ = ["Effects"]
 
@@ -74,7 +74,7 @@ class Effects:
                 not isinstance(host.expr(call.func.value), Var) else None
         except CompileError:
             return False
-        return isinstance(fn, Const) and (_hashable(fn.value) and fn.value in T.EFFECTS
+        return isinstance(fn, Const) and (hashable(fn.value) and fn.value in T.EFFECTS
                                           or _is_logging(fn.value))
 
     def effect(self, s: ast.stmt) -> None:
@@ -97,11 +97,3 @@ def _is_logging(fn: Any) -> bool:
     if owner is not None:
         return isinstance(owner, (logging.Logger, logging.LoggerAdapter))
     return getattr(logging, name, None) is fn
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True

@@ -22,7 +22,7 @@ import numpy as np
 from srcgrad.frontend.callees import is_library
 from srcgrad.frontend.local_objects import Record
 from srcgrad.frontend.objects import ObjectShape, is_user_object
-from srcgrad.ir import Const, Pack, Var
+from srcgrad.ir import Const, Pack, Var, hashable
 
 __all__ = ["reaches_foreign", "refuse_write", "refuse_method", "refuse_out_into",
            "refuse_statement", "refuse_passed", "refuse_handed",
@@ -196,7 +196,7 @@ _NUMPY_WRITERS = frozenset(
 def refuse_passed(host: Any, f: Any, node: ast.Call) -> None:
     """Refuse a call run as plain Python (``f``: a function of the user's, or a NumPy
     function that writes into its argument) that is handed such state: it may change it."""
-    writer = f in _NUMPY_WRITERS if _hashable(f) else False
+    writer = f in _NUMPY_WRITERS if hashable(f) else False
     writer |= isinstance(getattr(f, "__self__", None), np.ufunc) and \
         getattr(f, "__name__", "") == "at"
     writer |= f is None and isinstance(node.func, ast.Attribute) and node.func.attr == "shuffle"
@@ -205,14 +205,6 @@ def refuse_passed(host: Any, f: Any, node: ast.Call) -> None:
     for arg in [*node.args, *(k.value for k in node.keywords)]:
         arg = arg.value if isinstance(arg, ast.Starred) else arg
         refuse_write(host, arg, node, f"{ast.unparse(node.func)}() (run as plain Python)")
-
-
-def _hashable(f: Any) -> bool:
-    try:
-        hash(f)
-    except TypeError:
-        return False
-    return True
 
 
 def refuse_handed(host: Any, callee: Any, node: ast.Call) -> None:

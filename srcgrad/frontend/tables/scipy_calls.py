@@ -44,6 +44,7 @@ from srcgrad.runtime.rules.triangular import (
     SOLVE_SIGNATURE,
     TRANS,
     cho_factor_c,
+    overwrite_refusal,
     solve_triangular,
 )
 
@@ -208,11 +209,8 @@ def _flag(lowerer: Any, bound: dict, key: str, name: str, node: ast.AST) -> bool
 
 
 def _no_overwrite(lowerer: Any, bound: dict, key: str, name: str, node: ast.AST) -> None:
-    """``overwrite_a``/``overwrite_b`` let SciPy write into its operand as it sees fit, which
-    no gradient can follow: refused unless False."""
     if _flag(lowerer, bound, key, name, node):
-        raise lowerer.error(f"{name}({key}=True) may write into its operand, which srcgrad "
-                            f"does not follow; leave {key} False", node)
+        raise lowerer.error(overwrite_refusal(name.rsplit(".", 1)[-1], key), node)
 
 
 def _solve_triangular(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
