@@ -254,3 +254,18 @@ def test_a_global_named_like_a_helpers_derivative_keeps_its_value():
                                rtol=1e-12)
     np.testing.assert_allclose(srcgrad.hessian(f, strict=True)(x),
                                np.diag(-36.0 * np.sin(6.0 * x)), rtol=1e-12, atol=1e-12)
+
+
+def test_the_run_time_guards_names_are_reserved():
+    """A loop over an argument that is not differentiated is guarded at run time
+    (``indexed_sequence``, ``NotCompiled``): globals of those names are the user's own."""
+    fn = define("""
+        def f(x, xs):
+            s = x * NotCompiled
+            for r in xs:
+                s = s + np.sum(r) * x
+            return np.sum(s) + len(indexed_sequence)
+        """, {"np": np, "NotCompiled": 3.0, "indexed_sequence": "abc"})
+    g = srcgrad.grad(fn, strict=True)
+    assert "if not indexed_sequence(xs)" in g.source
+    np.testing.assert_allclose(g(np.array([0.5, 1.0]), np.ones((3, 2))), [9.0, 9.0])
