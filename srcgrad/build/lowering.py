@@ -17,7 +17,7 @@ from srcgrad.runtime.rules.primitives import PRIMITIVES
 __all__ = ["RESERVED", "lower_function"]
 
 RESERVED = frozenset(
-    reserved_names() | {"check_scalar", "dispatch", "indexed_sequence"} | set(dir(builtins))
+    reserved_names() | {"check_scalar", "dispatch"} | set(dir(builtins))
     | {p.fn.__name__ for p in PRIMITIVES.values()}
     | {name for name in dir(_rules) if not name.startswith("__")}
     | {name for module in list(sys.modules.values())          # every @helper a rule

@@ -256,16 +256,23 @@ def test_a_global_named_like_a_helpers_derivative_keeps_its_value():
                                np.diag(-36.0 * np.sin(6.0 * x)), rtol=1e-12, atol=1e-12)
 
 
-def test_the_run_time_guards_names_are_reserved():
+
+def test_the_run_time_guards_names_never_shadow():
     """A loop over an argument that is not differentiated is guarded at run time
-    (``indexed_sequence``, ``NotCompiled``): globals of those names are the user's own."""
-    fn = define("""
+    (``indexed_sequence``, ``NotCompiled``): a global ``NotCompiled`` is the user's own, and a
+    global ``indexed_sequence`` is refused by name, never bound in place of the guard."""
+    source = """
         def f(x, xs):
             s = x * NotCompiled
             for r in xs:
                 s = s + np.sum(r) * x
-            return np.sum(s) + len(indexed_sequence)
-        """, {"np": np, "NotCompiled": 3.0, "indexed_sequence": "abc"})
+            return np.sum(s) + len(GUARD)
+        """
+    fn = define(source, {"np": np, "NotCompiled": 3.0, "GUARD": "abc"})
     g = srcgrad.grad(fn, strict=True)
     assert "if not indexed_sequence(xs)" in g.source
     np.testing.assert_allclose(g(np.array([0.5, 1.0]), np.ones((3, 2))), [9.0, 9.0])
+    clash = define(source.replace("GUARD", "indexed_sequence"),
+                   {"np": np, "NotCompiled": 3.0, "indexed_sequence": "abc"})
+    with pytest.raises(srcgrad.CompileError, match="indexed_sequence.*rename it"):
+        srcgrad.grad(clash, strict=True)
