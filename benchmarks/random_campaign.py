@@ -13,16 +13,21 @@ hvp`` the Hessian-vector products ``jvp(grad(f, wrt=i))`` and ``hessian(f, wrt=i
 (``tests/support/program_forward.py``), counted the same way; ``jvp-tuple`` is the jvp of the
 programs returning their terms unsummed (a tuple of arrays).
 
+``--jumps`` and ``--objects`` draw the other families of programs (dead branches and early
+exits; objects, random generators, callbacks and settings as arguments).
+
 Run: ``python benchmarks/random_campaign.py --count 3000 [--start 0] [--out folder]
-[--transform grad|jvp|jvp-tuple|hvp]``; ``--count 300 --no-shrink --known`` prints the seeds
-that ``tests/sweeps/test_random_soundness.py`` (or ``test_random_forward.py``) should mark as known
-failures (its ``KNOWN``).
+[--transform grad|jvp|jvp-tuple|hvp] [--jumps] [--objects]``; ``--count 300 --no-shrink
+--known`` prints the seeds that ``tests/sweeps/test_random_soundness.py`` (or
+``test_random_forward.py``) should mark as known failures (its ``KNOWN``).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
+import functools
 import sys
 import tempfile
 import time
@@ -62,7 +67,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="also print the failing seeds as test_random_soundness.KNOWN")
     parser.add_argument("--transform", choices=sorted(TRANSFORMS), default="grad",
                         help="what is checked (default: the compiled gradient)")
+    parser.add_argument("--jumps", action="store_true",
+                        help="programs with dead branches and loops left early")
+    parser.add_argument("--objects", action="store_true",
+                        help="programs taking objects, random generators, callbacks and "
+                        "settings (the gradient only)")
     options = parser.parse_args(argv)
+    if options.objects and options.transform != "grad":
+        parser.error("--objects programs are checked for the gradient only")
     check, FAILURES, DEAD_ENDS, listed_in = TRANSFORMS[options.transform]
     out = Path(options.out or "random_campaign_failures" + (
         "" if options.transform == "grad" else "_" + options.transform))
@@ -73,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     np.seterr(all="ignore")
     with tempfile.TemporaryDirectory() as folder:
         for seed in range(options.start, options.start + options.count):
-            program = generate(seed)
+            program = generate(seed, jumps=options.jumps, objects=options.objects)
             try:
                 outcome, detail = check(program, Path(folder))
             except Exception as e:                      # the harness itself: say so, go on
@@ -123,18 +135,37 @@ def _outcome(check, program, folder: str) -> str:
 def save(out: Path, outcome: str, program, detail: str) -> None:
     folder = out / outcome.replace(" ", "_")
     folder.mkdir(parents=True, exist_ok=True)
-    args = ", ".join(_literal(a) for a in program.args)
+    args = ", ".join(_literal(a, program.seed) for a in program.args)
     text = (f"# outcome: {outcome}: {detail}\n# features: {', '.join(program.features)}\n"
             f"{program.source}\n\nARGS = [{args}]\nWRT = {program.wrt!r}\n")
     (folder / f"seed_{program.seed}.py").write_text(text)
 
 
-def _literal(value) -> str:
+def _literal(value, seed: int = 0) -> str:
     np.set_printoptions(precision=17, floatmode="unique")
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {_literal(v, seed)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
+        return "[" + ", ".join(_literal(v, seed) for v in value) + "]"
+    if isinstance(value, np.random.RandomState):        # as program_objects draws them
+        return f"np.random.RandomState({seed % 10007})"
+    if isinstance(value, np.random.Generator):
+        return f"np.random.default_rng({seed % 10007})"
+    if dataclasses.is_dataclass(value) or hasattr(value, "_fields"):
+        fields = [f.name for f in dataclasses.fields(value)] if dataclasses.is_dataclass(
+            value) else value._fields
+        return f"{type(value).__name__}(" + ", ".join(
+            f"{k}={_literal(getattr(value, k), seed)}" for k in fields) + ")"
+    if isinstance(value, np.ufunc):
+        return f"np.{value.__name__}"
+    if isinstance(value, functools.partial):
+        return f"functools.partial({_literal(value.func, seed)}" + "".join(
+            f", {k}={_literal(v, seed)}" for k, v in value.keywords.items()) + ")"
+    if callable(value) and hasattr(value, "__name__"):     # a function of program_objects
+        return value.__name__
+    if hasattr(value, "__dict__") and not callable(value):     # a plain object (Affine)
+        return f"{type(value).__name__}(" + ", ".join(
+            f"{_literal(v, seed)}" for v in vars(value).values()) + ")"
     if isinstance(value, np.ndarray):
         return f"np.array({value.tolist()!r})"
     if isinstance(value, np.floating):

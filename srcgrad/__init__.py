@@ -6,7 +6,7 @@ source (``srcgrad.transforms.grad``); ``srcgrad.Tensor`` is PyTorch's eager auto
 """
 
 from srcgrad import autograd, cuda, linalg, nn, optim, tree, viz
-from srcgrad.errors import CompileError, FallbackWarning
+from srcgrad.errors import ArgumentWriteWarning, CompileError, FallbackWarning
 from srcgrad.runtime.device import device
 from srcgrad.runtime.eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from srcgrad.runtime.eager.dtypes import bool_ as bool  # noqa: A004
@@ -62,6 +62,7 @@ from srcgrad.runtime.eager.tensor import Size, Tensor
 from srcgrad.runtime.eager.views import cat, stack
 from srcgrad.runtime.rules import stop_gradient
 from srcgrad.runtime.rules.primitives import defvjp, primitive
+from srcgrad.tools.explain import explain
 from srcgrad.transforms.base import show
 from srcgrad.transforms.compile import compile
 from srcgrad.transforms.grad import Transform, grad, value_and_grad, vjp

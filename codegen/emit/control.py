@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from srcgrad.codegen.common import support
@@ -20,7 +21,8 @@ from srcgrad.codegen.emit.symbolic import assign
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt
 
-__all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators", "within"]
+__all__ = ["primal_branch", "primal_loop", "adjoint_loop", "accumulators", "within",
+           "attempt"]
 
 
 def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
@@ -32,6 +34,20 @@ def primal_branch(em: Any, st: Stmt) -> list[ast.stmt]:
         em.backward_of[st.target] = back
     calls = [assign([st.target, back], ast.Call(_name(em.vjp_name(ir)), args, []))
              for ir in (then_ir, else_ir)]
+    if st.params.get("catch"):
+        index = st.params["catch"]["caught"]
+        pack = _name(st.target)
+
+        def bind(error: ast.expr) -> ast.stmt:          # the pack with the error at index
+            value: ast.expr = ast.Tuple([error], ast.Load())
+            if index:
+                value = ast.BinOp(ast.Subscript(pack, ast.Slice(None, ast.Constant(index)),
+                                                ast.Load()), ast.Add(), value)
+            if index + 1 < st.params["outputs"]:
+                rest = ast.Subscript(pack, ast.Slice(ast.Constant(index + 1)), ast.Load())
+                value = ast.BinOp(value, ast.Add(), rest)
+            return assign(st.target, value)
+        return attempt(em, st, [calls[0]], [calls[1]], bind)
     return within(st, [ast.If(em.operand(st.args[0]), [calls[0]], [calls[1]])])
 
 
@@ -42,6 +58,19 @@ def within(st: Stmt, stmts: list[ast.stmt]) -> list[ast.stmt]:
     if context is None:
         return stmts
     return [ast.With([ast.withitem(copy.deepcopy(context))], stmts, lineno=0)]
+
+
+def attempt(em: Any, st: Stmt, first: list[ast.stmt], other: list[ast.stmt],
+            bind: Callable[[ast.expr], ast.stmt] | None) -> list[ast.stmt]:
+    """A try body's block (a branch marked ``catch``): ``try: <first arm> except <the
+    handlers' classes> as error: <other arm>``, then ``bind(error)`` hands out the exception
+    where the block hands out the one it caught (``None`` on the first arm)."""
+    error = em.fresh("error")
+    kinds = [k for group in st.params["catch"]["kinds"]
+             for k in (group.elts if isinstance(group, ast.Tuple) else [group])]
+    body = copy.deepcopy(other) + ([bind(_name(error))] if bind is not None else [])
+    handler = ast.ExceptHandler(ast.Tuple(copy.deepcopy(kinds), ast.Load()), error, body)
+    return [ast.Try(first, [handler], [], [])]
 
 
 def primal_loop(em: Any, st: Stmt) -> list[ast.stmt]:

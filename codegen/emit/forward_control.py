@@ -13,7 +13,7 @@ import ast
 from typing import Any
 
 from srcgrad.codegen.emit import lists
-from srcgrad.codegen.emit.control import within
+from srcgrad.codegen.emit.control import attempt, within
 from srcgrad.codegen.emit.symbolic import assign
 from srcgrad.codegen.emit.symbolic import name_expr as _name
 from srcgrad.ir import Stmt, Var
@@ -81,6 +81,10 @@ def branch(em: Any, st: Stmt) -> list[ast.stmt]:
         arms = [[ast.Expr(c)] for c in calls]
     else:
         arms = [[ast.Assign([targets], c, lineno=0)] for c in calls]
+    if st.params.get("catch"):                  # a try body's block
+        index = st.params["catch"]["caught"]
+        return attempt(em, st, arms[0], arms[1], (lambda error: assign(names[index], error))
+                       if names else None) + _whole(em, st, names, dots)
     return within(st, [ast.If(em.operand(st.args[0]), arms[0], arms[1])]) + _whole(
         em, st, names, dots)
 

@@ -12,6 +12,7 @@ standard library) and the library function between it and srcgrad.
 
 from __future__ import annotations
 
+import dis
 import linecache
 import os
 import sys
@@ -24,7 +25,7 @@ from srcgrad.runtime.eager import tensor as _tensor
 from srcgrad.runtime.eager.array_writes import ESCAPED, check_current, kept, remember
 from srcgrad.runtime.eager.tensor import Tensor
 
-__all__ = ["carries_gradient", "outside_graph", "dropped", "where"]
+__all__ = ["carries_gradient", "outside_graph", "dropped", "where", "formatting", "user_file"]
 
 _FORWARD = "srcgrad.runtime.eager.forward_ad"      # imported once a dual level is open
 
@@ -85,6 +86,17 @@ def outside_graph(func: Any, args: Any, kwargs: dict) -> Any:
     return out
 
 
+_PERCENT = (dis.opmap.get("BINARY_OP"), 6)        # ``%`` (NB_REMAINDER), Python 3.11+
+
+
+def formatting(frame: Any) -> bool:
+    """Whether ``frame`` is running ``%`` when it asks an array for its float: only
+    ``'%.3f' % loss`` does (an array's own ``%`` is its ``__mod__``), and a string carries no
+    gradient, so the value may be given (``float(loss)`` is refused: it may reach the result)."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return at + 1 < len(code) and (code[at], code[at + 1]) == _PERCENT
+
+
 def dropped(what: str, plain_array: bool = True) -> str:
     """The refusal of an array that requires grad ``what`` (is turned into a plain array),
     at the user's line, inside the library function the user called, if any."""
@@ -118,6 +130,11 @@ def _kind(filename: str) -> str:
             "site-packages" in filename or "dist-packages" in filename:
         return "library"
     return "user"
+
+
+def user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the user's (not srcgrad's, a library's or Python's)."""
+    return _kind(filename) == "user"
 
 
 def _name(frame: Any) -> str:

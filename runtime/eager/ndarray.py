@@ -8,10 +8,12 @@ tuple), NumPy's dtype promotion; every operation records into the same engine an
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
+from srcgrad.runtime.eager import array_methods as _more
 from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager.array_writes import ESCAPED as _ESCAPED
 from srcgrad.runtime.eager.array_writes import check_current as _check_current
@@ -20,7 +22,14 @@ from srcgrad.runtime.eager.array_writes import note as _note
 from srcgrad.runtime.eager.array_writes import own_data, saved_alias
 from srcgrad.runtime.eager.array_writes import remember as _remember
 from srcgrad.runtime.eager.array_writes import written as _written
-from srcgrad.runtime.eager.constants import carries_gradient, dropped, outside_graph, where
+from srcgrad.runtime.eager.constants import (
+    carries_gradient,
+    dropped,
+    formatting,
+    outside_graph,
+    where,
+)
+from srcgrad.runtime.eager.draw_calls import converting_for_draw
 from srcgrad.runtime.eager.names import node_name
 from srcgrad.runtime.eager.tensor import Tensor, apply
 from srcgrad.runtime.rules import cast, getitem, item
@@ -238,13 +247,15 @@ class Array(Tensor):
         return (self[i] for i in range(len(self)))
 
     def __float__(self) -> float:
-        if self._requires_grad:
+        if self._requires_grad and not formatting(sys._getframe(1)):
             raise RuntimeError(dropped("is turned into a Python float (float())", False))
         return float(self._data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._requires_grad:
-            raise RuntimeError(dropped("is turned into a plain NumPy array"))
+            if not converting_for_draw(dtype):
+                raise RuntimeError(dropped("is turned into a plain NumPy array"))
+            return self._data.astype(dtype)     # a discrete draw's parameter: a copy it reads
         _remember(_ESCAPED, self, None)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
@@ -265,21 +276,14 @@ class Array(Tensor):
     def transpose(self, *axes: Any) -> Array:
         return np.transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
 
-    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
-        """NumPy's ``a.sort()``: in place (PyTorch's ``sort`` returns values and indices)."""
-        if order is not None:
-            raise TypeError("srcgrad's eager run does not sort structured arrays (order=)")
-        self[...] = np.sort(np.copy(self), axis=axis, kind=kind)   # sort saves its input
-
-    def view(self, *args: Any, **kwargs: Any) -> Array:
-        """NumPy's ``a.view()``: the same data under a second name (not PyTorch's reshape)."""
-        if args or kwargs:
-            raise TypeError("srcgrad's eager run does not reinterpret an array's bytes "
-                            "(ndarray.view with a dtype or type)")
-        return self[...]
-
     def __repr__(self) -> str:
         return f"Array({self._data!r}, requires_grad={self._requires_grad})"
+
+    def __str__(self) -> str:                 # print(loss) shows what NumPy shows
+        return str(self._data)
+
+    def __format__(self, spec: str) -> str:   # f"{loss:.3f}", as NumPy formats its value
+        return format(self._data, spec)
 
 
 def _method(fun: Any) -> Any:
@@ -330,6 +334,7 @@ for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__"):
 Array.__neg__ = lambda self: np.negative(self)
 Array.__abs__ = lambda self: np.abs(self)
 Array.__hash__ = lambda self: id(self)
+_more.install(Array)                # fill, put, clip(min=), .real, refusals of .flat ...
 
 
 def as_array_leaf(value: Any) -> Array:

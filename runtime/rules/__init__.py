@@ -83,6 +83,7 @@ from srcgrad.runtime.rules.constructors import *
 from srcgrad.runtime.rules.core import *
 from srcgrad.runtime.rules.decompositions import *
 from srcgrad.runtime.rules.elementwise import *
+from srcgrad.runtime.rules.entropy import *
 from srcgrad.runtime.rules.interpolation import *
 from srcgrad.runtime.rules.linalg import *
 from srcgrad.runtime.rules.lists import *
@@ -90,6 +91,11 @@ from srcgrad.runtime.rules.matrices import *
 from srcgrad.runtime.rules.nn import *
 from srcgrad.runtime.rules.products import *
 from srcgrad.runtime.rules.reductions import *
+from srcgrad.runtime.rules.scipy_coverage import *
+from srcgrad.runtime.rules.scipy_factor import *
+from srcgrad.runtime.rules.scipy_linalg import *
+from srcgrad.runtime.rules.scipy_lu import *
+from srcgrad.runtime.rules.scipy_specs import *
 from srcgrad.runtime.rules.scipy_stats import *
 from srcgrad.runtime.rules.shapes import *
 from srcgrad.runtime.rules.signal import *

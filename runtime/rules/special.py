@@ -1,5 +1,6 @@
 """``scipy.special`` when SciPy is installed: ``expit``, ``logit``, ``erf``, ``erfc``,
-``gammaln``, ``digamma``, ``polygamma``, ``multigammaln``, ``logsumexp`` (with ``b=`` too),
+``gammaln``, ``digamma``, ``polygamma``, ``multigammaln``, ``logsumexp`` (``b=`` and
+``return_sign=`` too),
 ``softmax`` and ``log_softmax``; the Bessel functions (:mod:`.bessel`) and the other ufuncs of
 :mod:`.special_functions` bind here too.
 
@@ -20,6 +21,7 @@ import numpy as np
 from srcgrad.runtime.rules.bessel import BESSEL_NAMES
 from srcgrad.runtime.rules.core import unreduce
 from srcgrad.runtime.rules.elementwise import MATH_PRIMITIVES, math_primitive, sigmoid
+from srcgrad.runtime.rules.entropy import ENTROPY_UFUNCS
 from srcgrad.runtime.rules.forward_rules import reduced
 from srcgrad.runtime.rules.primitives import (
     NUMPY_BINDINGS,
@@ -34,7 +36,8 @@ from srcgrad.runtime.rules.reductions import log_softmax, logsumexp, softmax
 from srcgrad.runtime.rules.special_functions import SPECIAL_UFUNCS
 
 __all__ = ["erf", "erfc", "gammaln", "digamma", "polygamma", "logit", "multigammaln",
-           "logsumexp_b", "bind_scipy", "SCIPY_NAMES", "SCIPY_UFUNCS", "MATH_SPECIAL"]
+           "logsumexp_b", "logsumexp_signed", "logsumexp_sign",
+           "logsumexp_sign_of", "bind_scipy", "SCIPY_NAMES", "SCIPY_UFUNCS", "MATH_SPECIAL"]
 
 _TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -145,8 +148,46 @@ def _lse_b_vjp_b(g, ans, a, b, axis=None, keepdims=False):
     return spread * weight
 
 
+@primitive(nin=2, broadcasts=True, dtype_rule="float")
+def logsumexp_signed(a, b, *, axis=None, keepdims=False):
+    """The first result of ``scipy.special.logsumexp(a, axis, b, keepdims,
+    return_sign=True)``: log |sum(b * exp(a))|."""
+    from scipy import special
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True)[0]
+
+
+@primitive(nin=2, broadcasts=True, dtype_rule="float")
+def logsumexp_sign(a, b, *, axis=None, keepdims=False):
+    """The sign of sum(b * exp(a)) that ``logsumexp(..., return_sign=True)`` returns;
+    piecewise constant, no gradient."""
+    from scipy import special
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True)[1]
+
+
+@primitive(dtype_rule="float")
+def logsumexp_sign_of(a, *, axis=None, keepdims=False):
+    """``logsumexp_sign`` without ``b``."""
+    from scipy import special
+    return special.logsumexp(a, axis=axis, keepdims=keepdims, return_sign=True)[1]
+
+
+def _signed_vjp_b(g, ans, a, b, axis=None, keepdims=False):
+    spread, weight = _lse_weight(g, ans, a, b, axis, keepdims)
+    sign = unreduce(logsumexp_sign(a, b, axis=axis, keepdims=keepdims),
+                    shape=_broadcast_shape(a.shape, b.shape), axis=axis, keepdims=keepdims)
+    return spread * sign * weight                   # d log|s| = ds / s
+
+
+def _signed_vjp_a(g, ans, a, b, axis=None, keepdims=False):
+    return _signed_vjp_b(g, ans, a, b, axis, keepdims) * b
+
+
 defvjp(multigammaln, _multigammaln_vjp)
 defvjp(logsumexp_b, _lse_b_vjp_a, _lse_b_vjp_b)
+defvjp(logsumexp_signed, _signed_vjp_a, _signed_vjp_b)
+defvjp(logsumexp_sign, None, None)
+defvjp(logsumexp_sign_of, None)
+defjvp(logsumexp_signed, reduced(_signed_vjp_a, _signed_vjp_b))
 defjvp(multigammaln, diagonal=True)
 defjvp(logsumexp_b, reduced(_lse_b_vjp_a, _lse_b_vjp_b))
 
@@ -155,15 +196,18 @@ SCIPY_NAMES = {"expit": sigmoid, "logit": logit, "erf": erf, "erfc": erfc,
                "logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax}
 """``scipy.special`` names → their primitive (the first lowered in lowering_arrays)."""
 
-SCIPY_UFUNCS = {**BESSEL_NAMES, **SPECIAL_UFUNCS}
+SCIPY_UFUNCS = {**BESSEL_NAMES, **SPECIAL_UFUNCS, **ENTROPY_UFUNCS}
 """``scipy.special``'s ufuncs with a rule (lowered by
 :mod:`srcgrad.frontend.tables.scipy_calls`)."""
 
 
 def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     if return_sign:
-        raise TypeError("scipy.special.logsumexp(return_sign=True) is not supported by "
-                        "srcgrad")
+        if b is None:
+            return (logsumexp(a, axis=axis, keepdims=keepdims),
+                    logsumexp_sign_of(a, axis=axis, keepdims=keepdims))
+        return (logsumexp_signed(a, b, axis=axis, keepdims=keepdims),
+                logsumexp_sign(a, b, axis=axis, keepdims=keepdims))
     if b is not None:
         return logsumexp_b(a, b, axis=axis, keepdims=keepdims)
     return logsumexp(a, axis=axis, keepdims=keepdims)

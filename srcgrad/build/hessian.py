@@ -31,6 +31,7 @@ from srcgrad.build.parts import BUILD_LOCK
 from srcgrad.build.pipeline import Pipeline, finish
 from srcgrad.codegen import Backend, as_backend, load, unparse
 from srcgrad.ir import Function, fresh_name
+from srcgrad.runtime import quiet as quiet_module
 
 __all__ = ["HESSIAN", "HessianModule", "build_hessian"]
 
@@ -47,6 +48,7 @@ class HessianModule:
         self.params = list(inspect.signature(column).parameters)[:-1]
         self.taken = set(taken) | set(self.params)
         self.loop: ast.FunctionDef | None = None
+        self.imports: list[ast.stmt] = []
 
     def write(self) -> str:
         """Write the Hessian's function (``<base>_hessian``); its name."""
@@ -59,14 +61,19 @@ class HessianModule:
         params, p = self.params, self.p
         loop = _hoisted(column, name, params, p, local) if column is not None else None
         if loop is None:
-            loop = _function(_LOOP, name, params, p, {**local, "grad": self.column.__name__})
+            quiet = fresh_name("quiet", taken | set(local.values()))
+            self.free = {**self.free, quiet: quiet_module}     # its import line: below
+            self.imports = [ast.Import([ast.alias(quiet_module.__name__, quiet)])]
+            loop = _function(_LOOP, name, params, p, {**local, "grad": self.column.__name__,
+                                                      "quiet": quiet})
         self.loop = loop
         return name
 
     def finish(self, ir: Function | None, title: str, label: str, backend: Backend, main: str,
                facts: dict | None = None) -> tuple[str, dict]:
         """The module's text, the gradient's followed by the Hessian's function, loaded."""
-        text = self.source.rstrip("\n") + "\n\n\n" + unparse(self.loop) + "\n"
+        imports = "".join(unparse(st) + "\n\n\n" for st in self.imports)
+        text = self.source.rstrip("\n") + "\n\n\n" + imports + unparse(self.loop) + "\n"
         return text, load(text, label, self.free, backend)
 
 
@@ -95,10 +102,12 @@ def build_hessian(fun: Any, module: HessianModule, graph: nx.DiGraph,
 _LOOP = ast.parse('''
 def name(params):
     """The Hessian with respect to x: the gradient of the derivative along each unit
-    tangent of x (one column each)."""
+    tangent of x (one column each; the function's prints are the first column's)."""
     n = np.size(x)
     units = np.eye(n, dtype=np.result_type(x, 1.0)).reshape((n,) + np.shape(x))
-    columns = [grad(params, unit) for unit in units]
+    columns = [grad(params, unit) for unit in units[:1]]
+    with quiet.muted():
+        columns += [grad(params, unit) for unit in units[1:]]
     return np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
 ''').body[0]
 """The Hessian's function, calling the column function once per unit tangent: its names

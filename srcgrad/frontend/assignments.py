@@ -117,9 +117,11 @@ class Assignments:
                 key = host.expr(target.slice)
                 if isinstance(key, Const) and isinstance(key.value, int) and \
                         -len(base.items) <= key.value < len(base.items):
-                    base.items[key.value] = host.materialize(value, "item")
+                    base.items[key.value] = value if isinstance(value, Pack) and not \
+                        value.is_list else host.materialize(value, "item")   # a tuple stays one
                     return
-            if host.lists.is_list(base):
+            if host.lists.is_list(base) or not host.statics.is_static(value) and \
+                    _repeated_list(host, base):        # ys = [None] * n; ys[t] = h
                 raise host.error("srcgrad cannot compile assigning to an element of a list "
                                  "built at run time; build it with append", target)
             self.assign(target.value, self.subscript_write(target, value))
@@ -261,8 +263,16 @@ class Assignments:
                              f"{len(target.elts) - 1}, got {len(items)})", target)
         middle = Pack(items[star:len(items) - after], is_list=True)
         parts = items[:star] + [middle] + items[len(items) - after:]
-        for t, item in zip(target.elts, parts):
+        for k, t in enumerate(target.elts):
+            item = parts[k]
             self.assign(t.value if isinstance(t, ast.Starred) else t, item)
+            now = host.scope.get(t.id) if isinstance(t, ast.Name) else None
+            if isinstance(item, Var) and isinstance(now, Var) and now.name != item.name:
+                # renamed for the user's name: so is that array among the other items
+                parts = [now if isinstance(v, Var) and v.name == item.name else v
+                         for v in parts]
+                middle.items = [now if isinstance(v, Var) and v.name == item.name else v
+                                for v in middle.items]
 
     def _refuse_item_shared(self, shown: str, name: str, items: Pack, k: int, item: Var,
                             node: ast.AST) -> None:
@@ -287,3 +297,15 @@ def _as_load(node: ast.expr) -> ast.expr:
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()
     return ast.copy_location(load, node)
+
+
+def _repeated_list(host: Any, base: Any) -> bool:
+    """Whether ``base`` is a list made at run time by repeating a list literal (``[None] *
+    n`` of an ``n`` known only then): an array stored into it is refused, a constant is not
+    (``shape = [1] * x.ndim; shape[axis] = -1``)."""
+    if not isinstance(base, Var) or base.name not in host.static:
+        return False
+    made = next((st for st in reversed(host.body) if st.target == base.name), None)
+    expr = made.expr if made is not None and made.kind == "static" else None
+    return isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult) and any(
+        isinstance(side, ast.List) for side in (expr.left, expr.right))

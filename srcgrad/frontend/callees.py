@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from srcgrad.ir import is_generated
+from srcgrad.runtime.rules.scipy_coverage import public_name
 
 __all__ = ["bind_call", "qualname", "hint", "table_get", "is_random", "draws", "is_library",
            "is_transform", "LIBRARIES"]
@@ -44,6 +45,9 @@ def bind_call(lowerer: Any, f: Any, args: list | tuple, keywords: dict, node: as
 
 def qualname(f: Any) -> str:
     """``numpy.linalg.solve``: a callee's module and name, as refusals show it."""
+    public = public_name(f)                   # scipy.special.entr, scipy.linalg.inv
+    if public is not None:
+        return public
     module = getattr(f, "__module__", None) or ("numpy" if isinstance(f, np.ufunc) else "")
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
     if is_generated(f):

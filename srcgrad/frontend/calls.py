@@ -40,7 +40,9 @@ from srcgrad.frontend.primitives import Primitives
 from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.starred import has_starred, spelled_out
 from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.super_calls import super_method
 from srcgrad.frontend.tables import constructs as T
+from srcgrad.frontend.tables.scipy_specs import no_gradient_reason
 from srcgrad.frontend.tables.views import WRITING_METHODS
 from srcgrad.frontend.transform_calls import lower_transform_call
 from srcgrad.frontend.user_calls import UserCalls
@@ -104,6 +106,10 @@ class Calls:
             return host.user_calls.lambda_call(node.func, node)
         refuse_out_into(host, node)                # out=o.W: the caller's object
         if isinstance(node.func, ast.Attribute):
+            above = super_method(host, node.func, node)          # super().__init__(name)
+            if above is not None:
+                return Const(None) if above[1] is None else \
+                    host.objects.call(above[0], above[1], node)
             receiver = host.user_calls.new_instance(node.func.value) or host.expr(node.func.value)
             if isinstance(receiver, Tree) and receiver.kind == "dict":
                 return host.dicts.method(receiver, node)         # d.get('k'), d.items()
@@ -186,7 +192,7 @@ class Calls:
         value_call = _lookup(T.VALUE_CALLS, f)
         if value_call is not None:
             return value_call(host, f, node)
-        if _lookup(T.NONDIFF_CALLS, f) is not None:
+        if _lookup(T.NONDIFF_CALLS, f) is not None or no_gradient_reason(f) is not None:
             self.refuse_out(f, node.args, node)
             return host.statics.static_expr(node, hint=label)
         if constructible(f):                            # Dense(W, b): followed when compiling
@@ -203,9 +209,7 @@ class Calls:
         if isinstance(f, (types.FunctionType, types.MethodType)):
             if not is_library(f):
                 return host.user_calls.helper_call(fn, node)
-            return self.static_call(f, node, label, refusal=(   # np.hanning(n): plain Python
-                f"srcgrad has no derivative rule for {qualname(f)}; register one with "
-                "srcgrad.defvjp"))
+            return self.static_call(f, node, label, refusal=_no_rule(f))   # np.hanning(n)
         raise host.error(f"srcgrad has no derivative rule for {qualname(f)}; register one "
                          "with srcgrad.defvjp", node)
 
@@ -338,6 +342,16 @@ class Calls:
         if f is None:                               # .astype(dtype), .item(), .copy()
             return T.method_special(host, name, receiver, args, kwargs, node)
         return host.prims.numpy_call(f, [receiver, *[_as_const(a) for a in args]], kwargs, node)
+
+
+def _no_rule(f: Any) -> str:
+    """Why a library function without a rule is refused when a gradient reaches it; SciPy's
+    ODE solvers say how they are differentiated instead."""
+    if (getattr(f, "__module__", None) or "").startswith("scipy.integrate") and \
+            getattr(f, "__name__", None) in ("odeint", "solve_ivp"):
+        return (f"scipy.integrate.{f.__name__}: differentiated in default mode by the adjoint "
+                "method; strict mode does not compile it")
+    return f"srcgrad has no derivative rule for {qualname(f)}; register one with srcgrad.defvjp"
 
 
 def _as_const(value: Any) -> Any:

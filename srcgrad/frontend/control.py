@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.callbacks import as_tree, is_function, starred_names
+from srcgrad.frontend.dead_results import carried_outputs
 from srcgrad.frontend.dicts import Dicts
 from srcgrad.frontend.inline import closure_reads
 from srcgrad.frontend.iteration import Iteration, rebound
@@ -192,7 +193,7 @@ class ControlFlow:
                                      host.node_of_line())
             host.consume(value, host.line, "a list" if host.lists.is_list(value) else "an array")
 
-    def _refuse_tuples(self, blocks: tuple, outputs: list[str], node: ast.AST, how: str
+    def refuse_tuples(self, blocks: tuple, outputs: list[str], node: ast.AST, how: str
                        ) -> None:
         """A tuple that leaves a block is one run-time value, which srcgrad would index as
         an array: refused (its items, as names of their own, are compiled)."""
@@ -232,7 +233,8 @@ class ControlFlow:
         cond = self.condition(s.test)
         assigned_here = assigned(then) | assigned(orelse)
         live = host.live_after()
-        outputs = sorted(n for n in assigned_here if n in host.scope or n in live)
+        outputs = carried_outputs(host, sorted(n for n in assigned_here
+                                               if n in host.scope or n in live), live)
         skipped = host.jumps.jumped_over(s)
         missing = [n for n in outputs if n not in host.scope and n not in assigned(orelse)]
         for name in outputs:
@@ -253,7 +255,7 @@ class ControlFlow:
                                             then_ir.lists for n in missing], s) + orelse
         blocks = (then_ir, self.block_function(orelse, params, outputs, f"{label}_else", s,
                                                rebuild, values))
-        self._refuse_tuples(blocks, outputs, s, "assigned in a branch")
+        self.refuse_tuples(blocks, outputs, s, "assigned in a branch")
         pack = host.fresh(f"if_{s.lineno}")
         host.emit(Stmt(pack, "branch", fn=blocks, args=[cond, *values],
                        params={"outputs": len(outputs)}))
@@ -345,7 +347,7 @@ class ControlFlow:
         if test is not None:
             cond_ir = self._condition(test, params, f"{label}_test", s, rebuild)
             cond_ir.nondiff = set(params)
-        self._refuse_tuples((body_ir,), carried, s, "carried through a loop")
+        self.refuse_tuples((body_ir,), carried, s, "carried through a loop")
         args = [*self.bind_inputs(carried, s), *const_values]
         pack = host.fresh(f"loop_{s.lineno}")
         host.emit(Stmt(pack, "loop", fn=(body_ir, cond_ir), args=args,

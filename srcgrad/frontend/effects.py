@@ -16,6 +16,7 @@ from srcgrad.frontend.lists import Lists, is_append
 from srcgrad.frontend.object_writes import refuse_method
 from srcgrad.frontend.randomness import Randomness
 from srcgrad.frontend.statics import Statics
+from srcgrad.frontend.super_calls import is_super
 from srcgrad.frontend.tables import constructs as T
 from srcgrad.ir import Const, Stmt, Var, hashable
 
@@ -52,6 +53,9 @@ class Effects:
             refuse_method(host, value)                 # o.lst.append(v): the caller's list
             return host.lists.append(value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            if is_super(value.func.value, host):
+                host.expr(value)                           # super().__init__(name)
+                return
             receiver = host.expr(value.func.value)
             if host.lists.is_list(receiver):
                 raise host.error(f"srcgrad compiles a list's .append; list."
@@ -62,12 +66,13 @@ class Effects:
             if isinstance(receiver, Var) and not host.statics.is_static(receiver):
                 raise host.error(f"srcgrad cannot compile .{value.func.attr}() for its "
                                  "effect on an array", value)
-        if isinstance(value, ast.Call) and self._is_effect(value):
+        if isinstance(value, ast.Call) and self.is_effect(value):
             self.effect(s)                                 # print(...)
         else:
             host.expr(value)                               # its value is not used
 
-    def _is_effect(self, call: ast.Call) -> bool:
+    def is_effect(self, call: ast.Call) -> bool:
+        """Whether ``call`` is one kept for its effect: ``print(...)``, a logging call."""
         host = self.host
         try:
             fn = host.expr(call.func) if not isinstance(call.func, ast.Attribute) or \

@@ -88,6 +88,11 @@ def functional_call(host: Host, f: Any, node: ast.Call) -> Any:
             return None
         _consumed_at_once(host, node, "zip")
         return Iterator([Pack(list(row)) for row in zip(*seqs)])
+    if len(values) >= 2 and isinstance(values[0], Var) and host.treeless and \
+            values[0].name in host.param_names:
+        raise NeedsArgumentTypes(f"srcgrad builds {f.__name__}() of a function passed as an "
+                                 "argument at the call, for that function",
+                                 host.src.where(node))
     if len(values) < 2 or not _callable(values[0]):
         return None
     seqs = [_items(v) for v in (values[1:] if f is builtins.map else values[1:2])]

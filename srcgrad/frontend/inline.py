@@ -20,6 +20,7 @@ import itertools
 from typing import Any, Protocol
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.dead_results import discarding_caller
 from srcgrad.frontend.jumps import Jumps
 from srcgrad.frontend.local_objects import implicit_return, receiver_key
 from srcgrad.frontend.parse import Env, Source, parse_function
@@ -174,6 +175,7 @@ def inline_call(lowerer: Host, callee: Any, values: list, keywords: dict, node: 
         body: list[ast.stmt] = [ast.copy_location(ast.Return(src.node.body), src.node.body)]
     else:
         body = src.node.body + implicit_return(callee, src.node)   # __init__ returns None
+        src, body = discarding_caller(lowerer, node, src, body)   # out, _ = f(x): _ unread
     stack.append(key)
     try:
         with lowerer.body_of(scope, f"{name}_out", src, Env(callee)):

@@ -20,7 +20,7 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.assignments import Assignments
 from srcgrad.frontend.dict_values import Local, ordered_keys
 from srcgrad.frontend.dicts import Dicts
-from srcgrad.frontend.itertools_loops import itertools_items
+from srcgrad.frontend.itertools_loops import chain_written, itertools_items
 from srcgrad.frontend.loop_binding import check_indexed, counted, target_binding, trip_expr
 from srcgrad.frontend.objects import ArgumentObjects
 from srcgrad.frontend.parse import Source
@@ -81,6 +81,12 @@ class Iteration:
         if found is None:
             return None
         items, structured = found
+        written = chain_written(host, s)
+        if written is not None:
+            raise host.error("srcgrad unrolls this loop over the items its lists hold when "
+                             "it begins, and does not compile a write into one of them in its "
+                             "body (Python reads each list as it is then): loop over a copy, "
+                             "list(xs)", written)
         if not structured and not self._indexes_structure(s) and not any(
                 host.objects.is_object(v) for v in items) and not host.objects.uses_made(
                 s.body):                                # objects: unrolled

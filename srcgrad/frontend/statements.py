@@ -2,13 +2,11 @@
 
 ``raise E(args)`` of an allow-listed exception class runs in the generated primal as the user
 wrote it (an ``effect``), so the same error with the same message comes on the same path; a
-branch that always raises needs no value for what the other branch assigns.  ``try: body
-except E: handler`` becomes a branch on which handler the body's exception selects: a probe
-runs the body's one expression first (plain NumPy code, so it raises again, or not, the same
-way), and only the path Python takes is lowered and differentiated; a ``finally`` block ends
-every path.  ``with np.errstate(...)`` and ``with warnings.catch_warnings()`` lower their
-body as a block whose forward and adjoint run under the same context.  A ``for`` loop over a
-user's generator is expanded by :mod:`srcgrad.frontend.generators`.
+branch that always raises needs no value for what the other branch assigns.  ``try`` is
+lowered by :mod:`srcgrad.frontend.try_blocks`.  ``with np.errstate(...)`` and ``with
+warnings.catch_warnings()`` lower their body as a block whose forward and adjoint run under
+the same context.  A ``for`` loop over a user's generator is expanded by
+:mod:`srcgrad.frontend.generators`.
 """
 
 from __future__ import annotations
@@ -29,11 +27,12 @@ from srcgrad.frontend.jumps import placeholders
 from srcgrad.frontend.parse import Env, Source
 from srcgrad.frontend.scopes import assigned, read
 from srcgrad.frontend.statics import Statics
-from srcgrad.frontend.tables.guards import caught_warnings, probe
+from srcgrad.frontend.tables.guards import caught_warnings
+from srcgrad.frontend.try_blocks import TryBlocks, raises
 from srcgrad.ir import Closure, Const, Pack, Stmt, Tree, Var, bind_values
 from srcgrad.runtime.rules.primitives import NotCompiled
 
-__all__ = ["Statements", "EXCEPTIONS", "raises"]
+__all__ = ["Statements", "EXCEPTIONS"]
 
 EXCEPTIONS = frozenset({
     ValueError, TypeError, RuntimeError, AssertionError, IndexError, KeyError, LookupError,
@@ -44,7 +43,6 @@ EXCEPTIONS = frozenset({
 
 _ERRSTATE = ("all", "divide", "over", "under", "invalid")
 _FILTERS = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
-_PURE_BUILTINS = (len, abs, float, int, min, max, sum, range)
 
 
 class Host(Protocol):
@@ -72,22 +70,12 @@ class Host(Protocol):
     def error(self, message: str, node: ast.AST) -> CompileError: ...
 
 
-def raises(block: list[ast.stmt]) -> bool:
-    """Whether a block always ends by raising (its last statement is a ``raise``, or an
-    ``if`` both of whose branches do)."""
-    if not block:
-        return False
-    last = block[-1]
-    if isinstance(last, ast.Raise):
-        return True
-    return isinstance(last, ast.If) and raises(last.body) and raises(last.orelse)
-
-
 class Statements:
     """The lowering of ``raise``, ``try`` and ``with``; the lowerer's ``statements``."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self.tries = TryBlocks(host, self)
         host.following = (None, [])     # the host's block() keeps it as it lowers statements
 
     def lower(self, s: ast.For | ast.If | ast.Raise | ast.Try | ast.With) -> None:
@@ -100,7 +88,7 @@ class Statements:
         elif isinstance(s, ast.With):
             self.with_statement(s)
         elif isinstance(s, ast.Try):
-            self.try_statement(s)
+            self.tries.lower(s)
         elif not generator_loop(self.host, s):
             self.host.control.for_statement(s)
 
@@ -108,9 +96,11 @@ class Statements:
     def raise_statement(self, s: ast.Raise) -> None:
         """``raise E(args)``: run as written, when the path gets there."""
         host = self.host
-        if getattr(s, "srcgrad_again", False):      # a handler's bare raise: the body again
+        if getattr(s, "srcgrad_again", False):      # a handler's re-raise: the same exception
             self.check_names(s.exc)
-            return host.effects.effect(ast.copy_location(ast.Expr(s.exc), s))
+            if s.cause is not None:
+                self.check_names(s.cause)
+            return host.effects.effect(s)
         if s.exc is None:
             raise host.error("srcgrad compiles a bare `raise` only in an `except` block it "
                              "compiles (it re-raises what the try body raised)", s)
@@ -120,10 +110,8 @@ class Statements:
         if isinstance(s.exc, ast.Call):
             for part in [*s.exc.args, *(k.value for k in s.exc.keywords)]:
                 self.check_names(part)
-        if s.cause is not None and not (isinstance(s.cause, ast.Constant)
-                                        and s.cause.value is None):
-            raise host.error("srcgrad compiles `raise ... from None` only (the exception "
-                             "caught is not a value it compiles)", s.cause)
+        if s.cause is not None:        # from None, or from the exception a handler caught
+            self.check_names(s.cause)
         host.effects.effect(s)
 
     def _guard(self, s: ast.Raise) -> None:
@@ -263,124 +251,3 @@ class Statements:
             ast.copy_location(n, s)
         body = s.body[len(calls):] or [ast.copy_location(ast.Pass(), s)]
         return body, host.statics.rename(context)[0]
-
-    # ------------------------------------------------------------------------------ try
-    def try_statement(self, s: ast.Try) -> None:
-        """``try: body except E: handler`` as ``if <body raises E>: handler else: body``; a
-        ``finally`` block runs at the end of each path (before a handler's last ``raise``),
-        and an exception no handler catches runs it, then is raised again."""
-        host = self.host
-        thunk = self._probed(s.body, s)
-        kinds, paths = [], []
-        for handler in s.handlers:
-            if handler.type is None:
-                raise host.error("srcgrad compiles `except` of named exception classes only "
-                                 "(a bare except also catches what srcgrad itself raises)",
-                                 handler)
-            if handler.name is not None:
-                raise host.error(f"srcgrad cannot compile `except ... as {handler.name}` yet "
-                                 "(the exception is not a value it compiles)", handler)
-            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            for k in types:
-                self.exception_class(k, "except")
-            kinds.append(ast.Tuple(copy.deepcopy(types), ast.Load()))
-            paths.append((handler, copy.deepcopy(handler.body)))
-        final = copy.deepcopy(s.finalbody)
-        if final:                          # what no handler catches: finally, then raised
-            kinds.append(ast.Tuple([ast.Name("Exception", ast.Load())], ast.Load()))
-            paths.append((s, [ast.copy_location(ast.Raise(None, None), s)]))
-            paths = [(where, self._then_finally(body, final, where)) for where, body in paths]
-        which = self._which(thunk, kinds, s)
-        chain = copy.deepcopy(s.body) + copy.deepcopy(s.orelse) + copy.deepcopy(final)
-        for i in range(len(paths) - 1, -1, -1):
-            where, body = paths[i]
-            for n in ast.walk(ast.Module(body, [])):
-                if isinstance(n, ast.Raise) and n.exc is None:   # re-raise: the body again
-                    n.exc, n.srcgrad_again = copy.deepcopy(thunk), True
-            test = ast.Compare(ast.Name(which, ast.Load()), [ast.Eq()], [ast.Constant(i)])
-            for n in ast.walk(test):
-                ast.copy_location(n, where)
-            chain = [ast.copy_location(ast.If(test, body, chain), where)]
-        host.statement(chain[0])
-
-    def _then_finally(self, body: list[ast.stmt], final: list[ast.stmt],
-                      where: ast.AST) -> list[ast.stmt]:
-        """A handler's statements, then the finally block (before the handler's last
-        ``raise``, which propagates after it)."""
-        host = self.host
-        jumps = [n for n in ast.walk(ast.Module(final, [])) if isinstance(
-            n, (ast.Return, ast.Break, ast.Continue, ast.Raise))]
-        if jumps:
-            raise host.error("srcgrad cannot compile a finally block that returns, jumps or "
-                             "raises yet", jumps[0])
-        last = body[-1] if body and isinstance(body[-1], ast.Raise) else None
-        inner = [n for n in ast.walk(ast.Module(body[:-1] if last else body, []))
-                 if isinstance(n, ast.Raise)]
-        if inner or last is not None and assigned(final) & read([last]):
-            raise host.error("srcgrad cannot compile this except block with a finally block "
-                             "yet (it raises where the finally block would run first)",
-                             inner[0] if inner else last)
-        tail = [last] if last is not None else []
-        return (body[:-1] if last else body) + copy.deepcopy(final) + tail
-
-    def _probed(self, body: list[ast.stmt], s: ast.Try) -> ast.expr:
-        """The one expression of a try body that may raise (what follows it may assign
-        constants: Python does not run that when the expression raises)."""
-        host = self.host
-        found = []
-        for st in body:
-            value = st.value if isinstance(st, (ast.Assign, ast.Return, ast.Expr,
-                                                ast.AnnAssign)) else st
-            if isinstance(st, ast.Pass) or found and isinstance(value, ast.Constant) and \
-                    not isinstance(st, ast.Expr) and _plain_targets(st):
-                continue
-            if isinstance(st, ast.Assign) and not _plain_targets(st):
-                value = st
-            found.append(value)
-        if len(found) != 1 or not isinstance(found[0], ast.expr):
-            raise host.error("srcgrad compiles a try body with one statement that may raise "
-                             "(`x = f(...)` or `return f(...)`), the exception coming from "
-                             "the NumPy code itself; this body is not compiled yet", s)
-        self.check_names(found[0])
-        self._check_pure(found[0])
-        return found[0]
-
-    def _check_pure(self, node: ast.expr) -> None:
-        """The probe runs the body's expression once more: it may call NumPy's and SciPy's
-        functions only (no random draw, no method that may change a value in place)."""
-        host = self.host
-        for n in ast.walk(node):
-            if not isinstance(n, ast.Call):
-                continue
-            try:
-                fn = host.expr(n.func)
-            except CompileError:
-                fn = None
-            value = fn.value if isinstance(fn, Const) else None
-            module = getattr(value, "__module__", None) or ""
-            if not (module.split(".")[0] in ("numpy", "scipy") and "random" not in module
-                    or any(value is b for b in _PURE_BUILTINS)):
-                raise host.error(f"srcgrad compiles a try body that calls NumPy and SciPy "
-                                 f"functions only; {ast.unparse(n.func)} is not one", n)
-
-    def _which(self, thunk: ast.expr, kinds: list[ast.expr], s: ast.Try) -> str:
-        """An internal name bound to the index of the handler the body's exception selects
-        (-1 when it raises none of them): the body's expression run once, in a probe."""
-        host = self.host
-        helper = host.fresh_internal("handler_of")
-        bind_values(host.free, {helper: probe}, host.src.where(s))
-        call = ast.Call(ast.Name(helper, ast.Load()), [
-            ast.Lambda(ast.arguments([], [], None, [], [], None, []), copy.deepcopy(thunk)),
-            *kinds], [])
-        for n in ast.walk(call):
-            ast.copy_location(n, s)
-        name = host.fresh_internal("handler")
-        host.scope[name] = host.statics.static_expr(call, hint=name)
-        return name
-
-
-def _plain_targets(st: ast.stmt) -> bool:
-    """Whether an assignment writes names only (a subscript write may raise)."""
-    targets = st.targets if isinstance(st, ast.Assign) else [getattr(st, "target", None)]
-    return all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) or n is None
-               for t in targets for n in ([t] if t is None else ast.walk(t)))

@@ -122,7 +122,7 @@ class Subscripts:
                              "such an index when it is a constant, or the index of a loop it "
                              "unrolls (a range of known length)", node.slice)
         if isinstance(base, Pack):
-            key = host.expr(node.slice)
+            key = _literal_slice(node.slice) or host.expr(node.slice)    # pairs[:], xs[1:]
             if isinstance(key, Const) and isinstance(key.value, int):
                 if not -len(base.items) <= key.value < len(base.items):
                     raise host.error(f"index {key.value} is out of range for "
@@ -171,3 +171,20 @@ class Subscripts:
             del host.body[mark:]
             host.randomness.lowered = drawn         # the draws it lowered: dropped too
 
+
+def _literal_slice(node: ast.expr) -> Const | None:
+    """``xs[a:b:c]`` whose bounds are int literals (or left out): the slice, as a constant."""
+    if not isinstance(node, ast.Slice):
+        return None
+    parts = []
+    for part in (node.lower, node.upper, node.step):
+        if part is None:
+            parts.append(None)
+        elif isinstance(part, ast.Constant) and type(part.value) is int:
+            parts.append(part.value)
+        elif isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.USub) and \
+                isinstance(part.operand, ast.Constant) and type(part.operand.value) is int:
+            parts.append(-part.operand.value)
+        else:
+            return None
+    return Const(slice(*parts))

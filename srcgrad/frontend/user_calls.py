@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from srcgrad.errors import CompileError
 from srcgrad.frontend.callbacks import holds_function, passed_on, returns_function
 from srcgrad.frontend.callees import bind_call, hint, is_library, qualname
+from srcgrad.frontend.dead_results import discards_results
 from srcgrad.frontend.helper_results import LIST, NESTED, Kind, Unfollowed, result_kind
 from srcgrad.frontend.inline import default_const, inline_call, lambda_call
 from srcgrad.frontend.lists import Lists
@@ -102,7 +103,8 @@ class UserCalls:
                 host, fn.value, v, k, node))
         if any(isinstance(v, (Pack, Tree)) or host.lists.is_runtime_list(v) or
                host.objects.is_object(v)                 # an object: its class known
-               for v in [*values, *keywords.values()]) or _nested_tuple(fn.value):
+               for v in [*values, *keywords.values()]) or _nested_tuple(fn.value) or \
+                discards_results(host, node, fn.value):               # out, _ = layer(x)
             return inline_call(host, fn.value, values, keywords, node)   # helper([a, b])
         callee = fn.value
         if isinstance(callee, types.MethodType) and not isinstance(node.func, ast.Attribute):

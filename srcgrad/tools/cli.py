@@ -2,7 +2,8 @@
 [--transform jvp|hessian|...] [--backend numba|cupy|dask] [--graph out.svg] [--run-module]``
 prints a generated gradient, jvp, Jacobian or Hessian (or writes a picture of its graph);
 ``python -m srcgrad supported [--markdown]`` prints what the compiler
-supports (``docs/supported.md`` is its ``--markdown`` output)."""
+supports (``docs/supported.md`` is its ``--markdown`` output); ``python -m srcgrad explain
+path/to/file.py:function`` prints :func:`srcgrad.explain` of it."""
 
 from __future__ import annotations
 
@@ -243,10 +244,20 @@ def main(argv: list[str] | None = None) -> int:
                                                      "refused")
     supported_cmd.add_argument("--markdown", action="store_true",
                                help="print Markdown (docs/supported.md is this output)")
+    explain_cmd = sub.add_parser("explain", help="list every refusal of a function and of "
+                                                 "the helpers it calls")
+    explain_cmd.add_argument("target", help="path/to/file.py:function")
+    explain_cmd.add_argument("--run-module", action="store_true",
+                             help="run the file's whole top level to find the function")
     args = parser.parse_args(argv)
     if args.command == "supported":
         sys.stdout.write(supported(args.markdown))
         return 0
+    if args.command == "explain":
+        from srcgrad.tools.explain import explain
+        found = explain(_load(args.target, args.run_module))
+        print(found)
+        return 0 if found.compiled else 1
     fn = _load(args.target, args.run_module)
     wrt: object = 0
     if args.wrt:

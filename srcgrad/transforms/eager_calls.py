@@ -11,7 +11,11 @@ module NumPy and SciPy through stand-ins.  Those made here:
   ``scipy.stats.norm.logpdf`` and the other distributions' methods, ``scipy.signal.
   convolve``; ``scipy.linalg.solve_triangular``, ``cho_factor`` and ``cho_solve``, by
   :mod:`srcgrad.runtime.rules.triangular`), which convert their operands with ``np.asarray``,
-  call the rule when an operand carries a gradient, and SciPy itself otherwise;
+  call the rule when an operand carries a gradient, and SciPy itself otherwise; the other
+  callables of scipy.special, scipy.linalg and scipy.signal by their spec, on plain data
+  (no gradient) or refused, as :mod:`srcgrad.runtime.rules.scipy_coverage` classifies them;
+- ``scipy.integrate.odeint`` and ``solve_ivp``, differentiated by the adjoint method
+  (:mod:`srcgrad.transforms.eager_odes`);
 - the ``math`` module's functions of a float that carries a gradient (``math.exp(sigma)``):
   ``math`` computes the value (and raises where it raises), NumPy's rule records it, as a
   0-d Array.
@@ -29,9 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from srcgrad.runtime.eager.constants import carries_gradient
+from srcgrad.runtime.eager.constants import carries_gradient, outside_graph, where
 from srcgrad.runtime.eager.ndarray import as_array_constant, full_of
 from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.rules.scipy_coverage import SCIPY_SPECS, classify, public_name, refusal
+from srcgrad.runtime.rules.scipy_lu import lu_solve_call
+from srcgrad.runtime.rules.scipy_specs import eager_call
 from srcgrad.runtime.rules.scipy_stats import (
     CONTINUOUS,
     DISCRETE,
@@ -56,12 +63,14 @@ from srcgrad.runtime.rules.triangular import (
     cho_solve_call,
     solve_triangular_call,
 )
+from srcgrad.transforms.eager_odes import ode_stand_in
 
 __all__ = ["BUFFERS", "Buffer", "scipy_stand_in", "SCIPY_MODULES", "math_stand_in"]
 
 BUFFERS = (np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
            np.full_like)
-SCIPY_MODULES = ("scipy", "scipy.special", "scipy.stats", "scipy.signal", "scipy.linalg")
+SCIPY_MODULES = ("scipy", "scipy.special", "scipy.stats", "scipy.signal", "scipy.linalg",
+                 "scipy.integrate")
 
 
 class Buffer:
@@ -191,8 +200,12 @@ def _distribution_methods(stats: Any, value: Any) -> tuple[str, dict] | None:
     return None
 
 
-def scipy_stand_in(value: Any) -> Any:
-    """The stand-in of a SciPy function or distribution with a rule (None: it needs none)."""
+def scipy_stand_in(value: Any, runs: Callable[[Any], Any] | None = None) -> Any:
+    """The stand-in of a SciPy function or distribution with a rule (None: it needs none);
+    ``runs(func)``: the context in which an ODE solver's stand-in runs the user's ``func``."""
+    ode = ode_stand_in(value, runs)
+    if ode is not None:
+        return ode
     special = sys.modules.get("scipy.special")
     if special is not None and bind_scipy():
         for name in SCIPY_NAMES:
@@ -207,12 +220,59 @@ def scipy_stand_in(value: Any) -> Any:
         return _Ruled(value, _convolve)
     linalg = sys.modules.get("scipy.linalg")
     for name, rule in (("solve_triangular", solve_triangular_call),
-                       ("cho_solve", cho_solve_call), ("cho_factor", cho_factor_call)):
+                       ("cho_solve", cho_solve_call), ("cho_factor", cho_factor_call),
+                       ("lu_solve", lu_solve_call)):
         if linalg is not None and value is getattr(linalg, name, None):
             return _Ruled(value, rule)
+    covered = _covered_stand_in(value)
+    if covered is not None:
+        return covered
     stats = sys.modules.get("scipy.stats")
     found = _distribution_methods(stats, value) if stats is not None else None
     return None if found is None else _Distribution(value, *found)
+
+
+class _Covered:
+    """A callable of :data:`~srcgrad.runtime.rules.scipy_coverage.COVERED_MODULES` without a
+    rule: run on plain data when its result carries no gradient, refused (a TypeError naming
+    it) when an argument carries one and it has none; SciPy's own call otherwise."""
+
+    def __init__(self, fun: Any, name: str, plain: bool) -> None:
+        self._fun, self._name, self._plain = fun, name, plain
+        functools.update_wrapper(self, fun)
+        self.srcgrad_stands_in_for = fun
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not carries_gradient((args, kwargs)):
+            return self._fun(*args, **kwargs)
+        if self._plain:
+            return outside_graph(self._fun, args, kwargs)
+        raise TypeError(_located(refusal(self._name)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fun, name)
+
+    def __repr__(self) -> str:
+        return repr(self._fun)
+
+
+def _located(message: str) -> str:
+    """A refusal with the user's line, as the eager run's other refusals say it."""
+    at, _ = where()
+    return f"{at}: {message}" if at else message
+
+
+def _covered_stand_in(value: Any) -> Any:
+    """The stand-in of a callable of scipy.special, scipy.linalg or scipy.signal that the
+    rules above do not cover (None: it needs none)."""
+    name = public_name(value)
+    if name is None or isinstance(value, type):
+        return None
+    spec = SCIPY_SPECS.get(name)
+    if spec is not None:
+        return _Ruled(value, functools.partial(eager_call, spec, located=_located))
+    kind = classify(name)
+    return None if kind == "rule" else _Covered(value, name, kind == "no gradient")
 
 
 _MATH = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,

@@ -3,19 +3,18 @@
 ``np.mean([loss(b) for b in batches])`` converts its list with ``np.asarray`` before it
 computes; on the eager engine that conversion would turn each Array into a plain array and
 drop its gradient, and NumPy's dispatch (``__array_function__``) never looks inside a list.
-The compiler stacks such a list along a new first axis (:mod:`srcgrad.frontend.list_operands`); so
-that
-both modes agree, the eager run does the same: while it runs, the NumPy names of the
-function's module (``np``, ``numpy.linalg``, ``from numpy import mean``) are stand-ins whose
-functions stack a list operand that holds an Array (one recorded ``stack`` node) and
-otherwise call NumPy unchanged.  The module's names are restored as soon as the run ends.
+The compiler stacks such a list along a new first axis (:mod:`srcgrad.frontend.list_operands`);
+so that both modes agree, the eager run does the same: while it runs, the NumPy names (``np``,
+``numpy.linalg``, ``from numpy import mean``) of the function's module, and of the user's
+modules it reaches (:mod:`srcgrad.transforms.user_modules`), are stand-ins whose functions
+stack a list operand that holds an Array (one recorded ``stack`` node) and otherwise call
+NumPy unchanged.  The modules' names are restored as soon as the run ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import sys
 import threading
 import types
@@ -25,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from srcgrad.frontend.list_operands import _array_inputs
+from srcgrad.runtime.eager.mapped import mapping_stand_in
 from srcgrad.runtime.eager.ndarray import Array, plain_array
 from srcgrad.runtime.eager.tensor import Tensor
 from srcgrad.runtime.rules.primitives import NUMPY_BINDINGS
+from srcgrad.runtime.rules.scipy_coverage import public_name
 from srcgrad.runtime.rules.special import bind_scipy
 from srcgrad.runtime.subclasses import makes_subclass
 from srcgrad.transforms.eager_calls import (
@@ -37,10 +38,13 @@ from srcgrad.transforms.eager_calls import (
     math_stand_in,
     scipy_stand_in,
 )
+from srcgrad.transforms.eager_draws import draw_stand_in, is_generator_class
+from srcgrad.transforms.identity_scan import ALL, identity_kept, library_function
+from srcgrad.transforms.user_modules import user_namespaces
 
 __all__ = ["stacking_list_operands"]
 
-_CONVERSIONS = (np.array, np.asarray, np.asanyarray)
+_CONVERSIONS = (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
 # Functions the compiler lowers on their own that still take plain array operands (the
 # others of its special calls, np.stack, np.concatenate, np.einsum ..., take lists on purpose)
 _OPERANDS = {np.append: 2, np.polyval: 2, np.linalg.lstsq: 2, np.take: 1, np.sort: 1,
@@ -49,7 +53,7 @@ _OPERANDS = {np.append: 2, np.polyval: 2, np.linalg.lstsq: 2, np.take: 1, np.sor
              np.quantile: 1, np.split: 1, np.array_split: 1, np.hsplit: 1, np.vsplit: 1,
              np.dsplit: 1, np.linalg.eigh: 1, np.linalg.svd: 1, np.linalg.qr: 1,
              np.linalg.slogdet: 1}
-_MODULES = {np.__name__: np, np.linalg.__name__: np.linalg}
+_MODULES = {np.__name__: np, np.linalg.__name__: np.linalg, np.random.__name__: np.random}
 
 
 def _holds_tensor(value: Any) -> bool:
@@ -82,6 +86,8 @@ class _Stacking:
         return self._fun(*args, **kwargs)
 
     def _convert(self, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], Array):
+            return _converted(self._fun, args[0], args[1:], kwargs)
         if len(args) != 1 or set(kwargs) - {"dtype"} or not isinstance(args[0], (list, tuple)) \
                 or not _holds_tensor(args[0]):
             return self._fun(*args, **kwargs)
@@ -100,6 +106,21 @@ class _Stacking:
 
     def __hash__(self) -> int:
         return hash(self._fun)
+
+
+def _converted(fun: Any, a: Array, rest: tuple, kwargs: dict) -> Any:
+    """``np.asarray(a)`` (``np.array``, ``np.ascontiguousarray`` ...) of an Array as NumPy
+    makes it of ``a``'s values: ``a`` itself where NumPy returns the very array, else a
+    recorded copy (cast to the dtype asked for, with the axes ``ndmin`` adds).  A view NumPy
+    would return is left to NumPy's own conversion, which the engine refuses."""
+    plain = fun(a._data, *rest, **kwargs)          # NumPy's answer: raises as NumPy raises
+    if plain is a._data:
+        return a
+    if not isinstance(plain, np.ndarray) or type(plain) is not np.ndarray or \
+            np.shares_memory(plain, a._data):
+        return fun(a, *rest, **kwargs)
+    out = np.copy(a) if plain.dtype == a.dtype else a.astype(plain.dtype)
+    return out if out.shape == plain.shape else np.reshape(out, plain.shape)
 
 
 class _Joined:
@@ -170,8 +191,9 @@ class _RefusedClass(type):
 
 
 class _TypeStandIn(type):
-    """The stand-in of ``np.ndarray`` and ``np.ufunc``: the run's Arrays are ndarrays and its
-    stand-ins of ufuncs ufuncs to ``isinstance``, as their plain values are to NumPy."""
+    """The stand-in of ``np.ndarray``, ``np.ufunc`` and the generator classes: the run's
+    Arrays are ndarrays, its stand-ins of ufuncs and generators ufuncs and generators to
+    ``isinstance``, as their plain values are to NumPy."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return cls._real(*args, **kwargs)
@@ -216,9 +238,14 @@ def _user_rule(value: Any) -> Any:
 def _stand_in_of(value: Any) -> Any:
     """The stand-in of a NumPy module or function, or of a user's function with a rule
     (None: it needs none)."""
+    if _kept(value):
+        return None
     made = _MADE.get(id(value))
     if made is not None and made[0] is value:
         return made[1]
+    drawn = draw_stand_in(value) or mapping_stand_in(value)    # made for each run
+    if drawn is not None:
+        return drawn
     ruled = _user_rule(value)
     if ruled is not None:
         return ruled                      # not kept: the rule may be given again
@@ -228,7 +255,7 @@ def _stand_in_of(value: Any) -> Any:
         stand_in = Buffer(value, _TURNS._is_owned)
     elif refusal is None and (_scipy_module(value) or _scipy_object(value)):
         stand_in = _Module(value) if isinstance(value, types.ModuleType) else \
-            scipy_stand_in(value)
+            scipy_stand_in(value, stacking_list_operands)     # odeint runs its func's vjp
     elif refusal is None and math_stand_in(value) is not None:
         stand_in = math_stand_in(value)
     elif refusal is not None:
@@ -236,7 +263,7 @@ def _stand_in_of(value: Any) -> Any:
             if isinstance(value, type) else _Refused(value, refusal)
     elif isinstance(value, types.ModuleType):
         stand_in = _Module(value) if _MODULES.get(value.__name__) is value else None
-    elif value is np.ndarray or value is np.ufunc:
+    elif value is np.ndarray or value is np.ufunc or is_generator_class(value):
         stand_in = _TypeStandIn(value.__name__, (), {"_real": value})
     elif value is np.r_ or value is np.c_:
         stand_in = _Joined(value, value is np.c_)
@@ -260,8 +287,9 @@ def _scipy_module(value: Any) -> bool:
 
 
 def _scipy_object(value: Any) -> bool:
-    return (getattr(value, "__module__", None) or type(value).__module__ or "").startswith(
-        "scipy.") and scipy_stand_in(value) is not None
+    return ((getattr(value, "__module__", None) or type(value).__module__ or "").startswith(
+        "scipy.") or isinstance(value, np.ufunc) and public_name(value) is not None) and \
+        scipy_stand_in(value) is not None
 
 
 class _Module(types.ModuleType):
@@ -274,6 +302,8 @@ class _Module(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._module, name)
+        if not _TURNS._is_owned():        # another thread's code of the module: NumPy's own
+            return value
         stand_in = _stand_in_of(value)
         return value if stand_in is None else stand_in
 
@@ -281,20 +311,16 @@ class _Module(types.ModuleType):
         return dir(self._module)
 
 
-def _namespace(fun: Any) -> dict | None:
-    """The globals the function's code reads (of a method, a partial, a callable object)."""
-    for _ in range(8):
-        if isinstance(fun, functools.partial):
-            fun = fun.func
-        elif inspect.ismethod(fun):
-            fun = fun.__func__
-        elif isinstance(fun, types.FunctionType):
-            return fun.__globals__
-        elif isinstance(vars(type(fun)).get("__call__"), types.FunctionType):
-            fun = vars(type(fun))["__call__"]          # a callable object
-        else:
-            return None
-    return None
+_KEPT: list[frozenset[int] | None] = []
+"""For each eager run under way (innermost last), the NumPy objects its module's code compares
+by identity, which it sees as themselves (:mod:`srcgrad.transforms.identity_scan`)."""
+
+
+def _kept(value: Any) -> bool:
+    if not _KEPT:
+        return False
+    kept = _KEPT[-1]
+    return library_function(value) if kept is ALL else id(value) in kept
 
 
 _TURNS = threading.RLock()
@@ -304,34 +330,39 @@ eager runs take turns (one restoring the names would pull them from under anothe
 
 @contextlib.contextmanager
 def stacking_list_operands(fun: Any) -> Iterator[None]:
-    """While the block runs, ``fun``'s module sees NumPy through stand-ins that stack list
-    operands holding Arrays (see the module docstring); its names are then restored."""
+    """While the block runs, ``fun``'s module (and the user's modules it reaches) see NumPy
+    through stand-ins that stack list operands holding Arrays (see the module docstring);
+    their names are then restored."""
     with _TURNS, _swapped(fun):
         yield
 
 
 @contextlib.contextmanager
 def _swapped(fun: Any) -> Iterator[None]:
-    namespace = _namespace(fun)
-    swapped: dict[str, tuple[Any, Any]] = {}
+    namespaces = user_namespaces(fun)
+    swapped: list[tuple[dict, str, Any, Any]] = []
     bind_scipy()                  # SciPy's ufuncs with a rule (erf, gammaln) are recorded
-    if namespace is not None:
+    kept = [identity_kept(n, fun if k == 0 else None) for k, n in enumerate(namespaces)]
+    _KEPT.append(ALL if ALL in kept else frozenset().union(*kept))
+    for namespace in namespaces:
         for name, value in list(namespace.items()):
             stand_in = _stand_in_of(value)
             if stand_in is not None:
-                swapped[name] = (value, stand_in)
-        for name, (_, stand_in) in swapped.items():
-            namespace[name] = stand_in
+                swapped.append((namespace, name, value, stand_in))
+    for namespace, name, _, stand_in in swapped:
+        namespace[name] = stand_in
     _RUNS.depth = getattr(_RUNS, "depth", 0) + 1
     try:
         yield
     finally:
+        _KEPT.pop()
         _RUNS.depth -= 1
-        for name, (value, stand_in) in swapped.items():
+        for namespace, name, value, stand_in in swapped:
             if namespace.get(name) is stand_in:      # unless the function rebound it
                 namespace[name] = value
-        if namespace is not None and not _RUNS.depth:
-            _plain_globals(namespace)
+        if not _RUNS.depth:
+            for namespace in namespaces:
+                _plain_globals(namespace)
 
 
 _RUNS = threading.local()          # how deep this thread is in eager runs

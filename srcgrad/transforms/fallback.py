@@ -6,6 +6,7 @@ Also what the transforms need around it: calling a function with its parameters'
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from srcgrad.runtime.eager import grad_mode
 from srcgrad.runtime.eager.autograd import grad as autograd_grad
 from srcgrad.runtime.eager.ndarray import Array, as_array_leaf, private_copy
 from srcgrad.runtime.eager.tensor import Tensor
+from srcgrad.runtime.quiet import muted
 from srcgrad.runtime.rules import streams
 from srcgrad.runtime.subclasses import SubclassError, refuse_subclass
 from srcgrad.transforms import pytree
@@ -68,8 +70,8 @@ def _wrap(values: list, positions: tuple, connect: bool) -> tuple[list, dict]:
             private = [private_copy(w) if isinstance(w, Array) else copy_array(w) for w in wrapped]
         else:
             private = [other(v, connect) for v in flat]
-        args[i] = watched(pytree.unflatten(structure, private))   # a write into a dict: refused
-    return args, leaves
+        args[i] = pytree.unflatten(structure, private)
+    return watched(args, list(values)), leaves        # a dict's writes: warned, or refused
 
 
 def _gradients(out: Any, leaves: dict, seed: Any, higher: bool = False,
@@ -308,7 +310,8 @@ def eager_hessian(fun: Any, args: tuple, p: int) -> Any:
         tangents = tuple(unit if k == p else pytree.zero_like(a) if pytree.differentiable(a)
                          else a for k, a in enumerate(args))
         streams.rewind()                        # each column sees the function's draws
-        columns.append(np.asarray(eager_jvp(grad_of, args, tangents, (p,))[1]))
+        with muted() if columns else contextlib.nullcontext():   # its prints: one column's
+            columns.append(np.asarray(eager_jvp(grad_of, args, tangents, (p,))[1]))
     shape = np.shape(x) + np.shape(x)
     return np.stack(columns, axis=-1).reshape(shape) if columns else np.zeros(shape)
 
@@ -333,7 +336,8 @@ def eager_jacobian(fun: Any, args: tuple, p: int, mode: str, inner: int | None =
     for unit in _units(args[p]):
         tangents = tuple(unit if k == p else None for k in range(len(args)))
         streams.rewind()                        # each column sees the function's draws
-        value, column = eager_jvp(g, args, tangents, (p,))
+        with muted() if columns else contextlib.nullcontext():   # its prints: one column's
+            value, column = eager_jvp(g, args, tangents, (p,))
         columns.append(column)
     if value is None:
         streams.rewind()

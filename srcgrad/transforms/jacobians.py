@@ -6,11 +6,14 @@ is forward over reverse, computed as reverse over forward (the same matrix): for
 element ``i`` of the argument, the Jacobian of the directional derivative along ``eᵢ``,
 whose source the compiler generates and then differentiates.  The Jacobian of a result of
 shape ``out`` with respect to an argument of shape ``in`` has shape ``out + in``; pytrees
-give pytrees (the result's structure, each leaf holding the argument's).
+give pytrees (the result's structure, each leaf holding the argument's).  The function's
+prints and logging calls come from the first column only (:mod:`srcgrad.runtime.quiet`): one
+call of a transform shows them once, as one call of the function does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,6 +23,7 @@ import numpy as np
 from srcgrad.codegen import DEFAULT_BACKEND
 from srcgrad.errors import CompileError
 from srcgrad.frontend.transform_wrappers import is_grad_transform, transform_function
+from srcgrad.runtime.quiet import muted
 from srcgrad.runtime.rules import streams
 from srcgrad.transforms import pytree
 from srcgrad.transforms.base import BaseTransform
@@ -212,12 +216,15 @@ class Jacobian(BaseTransform):
             return _from_rows([backward(unit)[p] for unit in _basis(value)], value, args[p])
         zeros = [_zeros(a) for a in args]
         value, columns = None, []
-        for unit in _basis(args[p]):
-            tangents = list(zeros)
-            tangents[p] = unit
-            streams.rewind()
-            value, column = self._transform(args, tangents)
-            columns.append(column)
+        with contextlib.ExitStack() as after_first:
+            for unit in _basis(args[p]):
+                tangents = list(zeros)
+                tangents[p] = unit
+                streams.rewind()
+                value, column = self._transform(args, tangents)
+                if not columns:                  # the prints and logging: one pass's
+                    after_first.enter_context(muted())
+                columns.append(column)
         if value is None:
             streams.rewind()
             value = self.fun(*streams.kept(args))
@@ -263,6 +270,16 @@ class Jacobian(BaseTransform):
                 self.fall_back(exc, of=f"the hessian of "
                                f"{getattr(self.fun, '__qualname__', self.fun)}")
                 self._rows[key] = str(exc)
+            except Exception as exc:         # the generated derivative failed, or NumPy did
+                from srcgrad.transforms.fallback import plain_error
+                with muted():                # its prints came with the compiled run
+                    plain = plain_error(self.fun, list(args), None) if inner == p else exc
+                if plain is not None:
+                    raise
+                reason = (f"internal error: the compiled Hessian of {self._name} raised "
+                          f"{type(exc).__name__}: {exc} (please report it)")
+                self.fall_back(reason, of=f"the hessian of {self._name}", cause=exc)
+                self._rows[key] = reason
         from srcgrad.transforms.fallback import eager_hessian
         return eager_hessian(self.fun, args, p)
 
@@ -284,6 +301,8 @@ class Jacobian(BaseTransform):
                 except Exception:                   # NumPy's own error, a vector result:
                     streams.rewind()                # (draws: the columns, each rewound)
                     self._rows[("loop", p)] = None  # the general path (a safety net) answers
+                    with muted():                   # (the loop's first column printed)
+                        return self._compiled_hessian(args, p, inner)
                 else:
                     self._used = loop[1]
                     return float(out) if type(x) is float else out
@@ -295,11 +314,14 @@ class Jacobian(BaseTransform):
             from srcgrad.transforms.fallback import eager_hessian
             return eager_hessian(self.fun, args, p)
         columns = []
-        for unit in _basis(args[p]):
-            streams.rewind()                 # each column draws as the function does
-            columns.append(rows(*args, unit))
-        streams.rewind()
-        value = self.fun(*streams.kept(args))         # never the caller's arrays
+        with contextlib.ExitStack() as after_first:
+            for unit in _basis(args[p]):
+                streams.rewind()                 # each column draws as the function does
+                columns.append(rows(*args, unit))
+                if len(columns) == 1:            # the prints and logging: one pass's
+                    after_first.enter_context(muted())
+            streams.rewind()
+            value = self.fun(*streams.kept(args))     # never the caller's arrays
         self._used = rows.source
         return _from_columns(columns, _jacobian_shape(value, args[inner]), args[p])
 

@@ -11,6 +11,7 @@ derivative (the Hessian is symmetric), so every composition stays compiled sourc
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -233,7 +234,10 @@ class Jvp(BaseTransform):
         answer; if NumPy runs the call, a CompileError naming both reasons."""
         from srcgrad.transforms.fallback import eager_jvp, failure
         try:
+            start = time.perf_counter()
             value, tangent = eager_jvp(self.fun, primals, tangents, wrt)
+            if self.eager_seconds is None:          # what a fallback costs, measured once
+                self.eager_seconds = time.perf_counter() - start
         except (MemoryError, CompileError):
             raise
         except Exception as exc:

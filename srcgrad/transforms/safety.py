@@ -3,12 +3,14 @@ eager engine.  If that raises too, the error is the answer (NumPy's, or the comp
 same kind, whose traceback shows the generated line); if not, the compiled code has a bug: one
 ``FallbackWarning`` names it and that signature stays eager (``strict=True`` raises
 ``CompileError`` instead).  Python floats, which raise where NumPy gives inf or nan, get the
-generic code on NumPy floats first.
+generic code on NumPy floats first.  The runs again print and log nothing (the compiled
+code's prints were the call's), and an error raised ``from`` another keeps its cause.
 """
 
 from __future__ import annotations
 
 import linecache
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +19,7 @@ import numpy as np
 
 from srcgrad.codegen import FILTERS_LOCK, array_backend
 from srcgrad.errors import CompileError, MissingBackend, NonScalarOutput
+from srcgrad.runtime.quiet import muted
 from srcgrad.runtime.rules import streams
 from srcgrad.transforms import pytree
 from srcgrad.transforms.callables import written_container
@@ -76,16 +79,21 @@ class SafetyNet:
         values = run.backend.eager_arguments(values)
         try:
             streams.rewind()                          # the draws the compiled code saw
+            start = time.perf_counter()
             result = eager_transform(run.target, run.kind, values, run.wrt, run.single,
                                      run.call, outer=outer)
+            if self.owner.eager_seconds is None:      # what a fallback costs, measured once
+                self.owner.eager_seconds = time.perf_counter() - start
             return (result[0], self._eager_backward(result[1])) if run.kind == "vjp" else result
         except (MemoryError, CompileError):
             raise
         except Exception as exc:
             streams.rewind()
-            error = plain_error(run.target, values, run.call)
+            with muted():                             # its prints came with the first run
+                error = plain_error(run.target, values, run.call)
             if error is not None:                     # what the function itself raises
-                raise (compiled if type(compiled) is type(error) else error) from None
+                error = compiled if type(compiled) is type(error) else error
+                raise error from error.__cause__      # ``raise ... from e``: its cause kept
             if isinstance(exc, NonScalarOutput):          # grad of a non-scalar result
                 raise (compiled if isinstance(compiled, ValueError) else exc) from None
             if getattr(compiled, "not_compiled", False):  # a refusal made at run time
@@ -119,7 +127,13 @@ class SafetyNet:
         return vjp_fn
 
     def recover(self, exc: Exception, args: tuple, kwargs: dict, outer: bool) -> Any:
-        """The compiled code raised ``exc``: the eager engine's answer, or the error."""
+        """The compiled code raised ``exc``: the eager engine's answer, or the error (the
+        runs again take the path the compiled code took: their prints and logging records
+        are dropped, the compiled code's were the call's)."""
+        with muted():
+            return self._recover(exc, args, kwargs, outer)
+
+    def _recover(self, exc: Exception, args: tuple, kwargs: dict, outer: bool) -> Any:
         values = self.bind(args, kwargs)
         if not self.run.backend.eager_takes_arrays:
             self._refuse_before_eager(exc, values)
@@ -151,7 +165,7 @@ class SafetyNet:
             streams.rewind()
             error = plain_error(run.target, values, run.call)
         if error is not None and type(error) is type(exc):
-            raise exc from None               # the function itself fails on these arrays
+            raise exc from exc.__cause__      # the function itself fails on these arrays
         if self.owner.strict:
             raise CompileError(f"internal error: the compiled code of {name} raised "
                                f"{type(exc).__name__}: {exc}{_at(exc)}; please report it") \
@@ -175,7 +189,7 @@ class SafetyNet:
         error = plain_error(run.target, values, run.call)
         streams.Watch.restore(states)             # and the streams are as the result left them
         if error is not None:
-            raise error from None
+            raise error from error.__cause__
         if result is EAGER:
             return EAGER
         if run.vjp:
@@ -231,7 +245,7 @@ class SafetyNet:
                 values = self.bind(args, kwargs)
                 if not self.run.backend.eager_takes_arrays:
                     self._refuse_before_eager(exc, values)
-                with streams.again(forward):
+                with streams.again(forward), muted():     # the forward pass ran already
                     grads = self.eager(values, outer, exc)[1](cotangent)
                 self.internal_error(exc, signature(values))
                 return grads

@@ -131,8 +131,8 @@ def test_auto_picks_dask_for_dask_arrays(example, client, data):
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)
 
 
-SWEEP_EVERY = 14
-"""On the cluster, every 14th case of the parity catalogue (rule table, control flow, lists,
+SWEEP_EVERY = 13
+"""On the cluster, every 13th case of the parity catalogue (rule table, control flow, lists,
 pytrees, control flow on Dask values): the in-process sweep (tests/sweeps/test_dask_parity.py) runs
 them all; here their graphs run on the workers."""
 

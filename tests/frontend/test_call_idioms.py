@@ -305,6 +305,35 @@ def test_autograd_agrees_on_a_function_passed():
     np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
+def _mapped(x, act):
+    return np.sum(sum(map(act, [x, x * 2.0])) ** 2)
+
+
+def _reduced(x, combine):
+    return np.sum(functools.reduce(combine, [x, np.sin(x), 0.5]))
+
+
+def _plus_product(u, v):
+    return u + u * v
+
+
+def test_map_and_reduce_of_a_function_passed_are_built_for_it():
+    """``map(act, xs)`` where ``act`` is an argument: built at the call, as ``act(x)`` is."""
+    for fn, f in ((_mapped, np.tanh), (_mapped, _relu), (_reduced, _plus_product)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", srcgrad.FallbackWarning)
+            got = srcgrad.grad(fn, strict=True)(X3, f)
+        eager = eager_transform(fn, "grad", [X3, f], (0,), True)
+        np.testing.assert_allclose(got, eager, rtol=1e-9)
+        np.testing.assert_allclose(got, numerical_grad(functools.partial(fn, **{
+            fn.__code__.co_varnames[1]: f}), [X3], 0), rtol=1e-5, atol=1e-7)
+    autograd = pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    want = autograd.grad(lambda x: anp.sum((anp.tanh(x) + anp.tanh(x * 2.0)) ** 2))(X3)
+    np.testing.assert_allclose(srcgrad.grad(_mapped, strict=True)(X3, np.tanh), want,
+                               rtol=1e-9)
+
+
 # ------------------------------------------------------------------------------ refused
 REFUSED = {
     "*xs of a list built in a loop": ("""

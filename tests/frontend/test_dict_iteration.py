@@ -124,6 +124,29 @@ def repeated(x):
     return t
 
 
+def chained_ranges(x):
+    t = 0.0
+    for a in itertools.chain(range(2), range(1, 3)):
+        t = t * 0.5 + x[a] ** 2
+    return t
+
+
+def chained_lists(x):
+    first = [x[0] * 2.0]
+    rest = [x, 1.5]
+    t = 0.0
+    for q in itertools.chain(first, rest):
+        t = t * 0.5 + np.sum(np.sin(q) * q)
+    return t
+
+
+def chained_literals(x):
+    t = 0.0
+    for q in itertools.chain([x[0]], [x, 1.5]):
+        t = t + np.sum(np.sin(q))
+    return t
+
+
 def of_arrays(ws):
     t = 0.0
     for u, v in itertools.combinations(ws, 2):
@@ -144,7 +167,8 @@ def ag(f):
     return autograd.grad(g)
 
 
-@pytest.mark.parametrize("f", [pairs, grid, ordered_pairs, with_replacement, repeated])
+@pytest.mark.parametrize("f", [pairs, grid, ordered_pairs, with_replacement, repeated,
+                               chained_ranges, chained_lists])
 def test_itertools_loops_of_known_iterables_are_compiled(f):
     x = np.array([1.0, 2.0, 3.0])
     got = srcgrad.grad(f, strict=True)(x)
@@ -183,3 +207,68 @@ def test_dict_compiled_for_its_structure_iterates_in_insertion_order(d):
     got = srcgrad.grad(keyed_with_get, strict=True)(x, d)
     np.testing.assert_allclose(got, central(keyed_with_get, x, d), atol=1e-6)
     np.testing.assert_allclose(default_grad(keyed_with_get, x, d), got, rtol=1e-12)
+
+
+def test_itertools_chain_of_list_literals_carrying_a_gradient_is_refused_at_its_line():
+    """Literal lists inside the call are not known as sequences: refused, and the
+    fallback is right."""
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(default_grad(chained_literals, x), ag(chained_literals)(x),
+                               rtol=1e-12)
+    with pytest.raises(CompileError, match=r"test_dict_iteration\.py\W+line \d+"):
+        srcgrad.grad(chained_literals, strict=True)(x)
+
+
+def _put(lst, v):
+    lst[1] = v
+    return v
+
+
+def chain_item_written(x):
+    first, rest = [x[0]], [x[1] * 2.0, x[2] * 3.0]
+    t = 0.0
+    for q in itertools.chain(first, rest):
+        rest[1] = q * 1.7                   # Python's chain then yields the new item
+        t = t + np.sin(q)
+    return t
+
+
+def chain_appended_to(x):
+    first, rest = [x[0]], [x[1] * 2.0]
+    t = 0.0
+    for q in itertools.chain(first, rest):
+        if len(rest) < 3:
+            rest.append(q * 1.7)
+        t = t + np.sin(q)
+    return t
+
+
+def chain_written_by_alias(x):
+    first, rest = [x[0]], [x[1] * 2.0, x[2] * 3.0]
+    other = rest
+    t = 0.0
+    for q in itertools.chain(first, rest):
+        other[1] = q * 1.7
+        t = t + np.sin(q)
+    return t
+
+
+def chain_written_by_helper(x):
+    first, rest = [x[0]], [x[1] * 2.0, x[2] * 3.0]
+    t = 0.0
+    for q in itertools.chain(first, rest):
+        _put(rest, q * 1.7)
+        t = t + np.sin(q)
+    return t
+
+
+@pytest.mark.parametrize("f", [chain_item_written, chain_appended_to, chain_written_by_alias,
+                               chain_written_by_helper])
+def test_a_chain_whose_lists_the_loop_writes_into_is_refused_at_the_write(f):
+    """The unrolled copies would read the items the lists held when the loop began; Python's
+    chain reads each list as it is when it gets there: refused, and the fallback is right."""
+    x = np.array([0.3, 0.6, 0.9])
+    np.testing.assert_allclose(default_grad(f, x), central(f, x), atol=1e-6)
+    with pytest.raises(CompileError, match=r"write into one of them") as info:
+        srcgrad.grad(f, strict=True)(x)
+    assert "test_dict_iteration.py" in str(info.value)

@@ -21,15 +21,16 @@ CASES = {
             box.value = np.sum(x)
             return np.sum(x * box.value)
         """, 4, "attribute"),
-    "try with two statements": ("""
+    "try with an if": ("""
         def f(x):
             try:
-                y = np.exp(x)
-                z = np.log(y)
+                if x.ndim > 1:
+                    x = x.ravel()
+                z = np.log(x)
             except ValueError:
                 z = x
             return np.sum(z)
-        """, 3, "try body with one statement"),
+        """, 4, "try body of assignments"),
     "with errstate raising": ("""
         def f(x):
             with np.errstate(all="raise"):

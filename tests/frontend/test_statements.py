@@ -95,13 +95,7 @@ def test_a_raise_in_a_loop_body_and_in_a_helper_runs_on_the_path_taken():
             raise
         return np.sum(x)
     """, 4, "bare `raise`"),
-    ("""
-    def f(x):
-        if x.ndim != 1:
-            raise ValueError("no") from KeyError("k")
-        return np.sum(x)
-    """, 4, "from None"),
-], ids=["custom class", "bare raise", "raise from"])
+], ids=["custom class", "bare raise"])
 def test_raises_not_compiled_are_refused_naming_the_line(source, line, words):
     class Problem(Exception):
         pass
@@ -204,18 +198,19 @@ def test_a_handler_that_re_raises_raises_the_same_error():
         try:
             y = np.exp(x)
         except ValueError as e:
-            y = x
+            y = x * len(str(e))
         return np.sum(y)
-    """, 5, "as e"),
+    """, 6, "as e"),
     ("""
     def f(x):
         try:
-            y = np.exp(x)
-            z = np.log(y)
+            if x.ndim > 1:
+                x = x.ravel()
+            z = np.log(x)
         except ValueError:
             z = x
         return np.sum(z)
-    """, 3, "one statement"),
+    """, 4, "try body of assignments"),
     ("""
     def f(x):
         try:
@@ -232,7 +227,7 @@ def test_a_handler_that_re_raises_raises_the_same_error():
             y = x
         return np.sum(y)
     """, 5, "named exception classes"),
-], ids=["finally returns", "raise before finally", "Exception", "as", "two statements",
+], ids=["finally returns", "raise before finally", "Exception", "as", "an if",
         "random draw", "bare except"])
 def test_try_statements_not_compiled_are_refused_naming_the_line(source, line, words):
     _refused(source, line, words)
@@ -551,7 +546,7 @@ def test_a_try_body_assigning_before_what_may_raise_is_refused():
         except np.linalg.LinAlgError:
             y = np.eye(3)
         return np.sum(y) * scale
-    """, 4, "one statement")
+    """, 7, "'scale' is assigned in the try body before the statement that raised")
 
 
 def test_try_and_with_blocks_have_exact_second_derivatives():

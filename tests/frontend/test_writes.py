@@ -428,10 +428,10 @@ EAGER = {
     "np.asarray then +=": ("""
         def f(x):
             v = np.zeros_like(x)
-            w = np.asarray(v)
+            w = np.asarray(v)                # v itself, as in NumPy: the write shows in w
             v += np.sum(x)
             return np.sum(np.sin(w))
-        """, False),
+        """, True),
 }
 
 

@@ -233,10 +233,15 @@ def _oracle_bindings(module: types.ModuleType, flavour: str) -> dict[str, Any]:
     import scipy.stats
     if flavour == "autograd":
         import autograd.numpy as xnp
-        import autograd.scipy.integrate as xint
+        import autograd.scipy.integrate as autograd_integrate
         import autograd.scipy.linalg as xla
         import autograd.scipy.special as xsp
         import autograd.scipy.stats as xst
+        from autograd.builtins import tuple as traced_tuple
+
+        def odeint(func, y0, t, args=(), **kwargs):   # autograd follows args= in its own tuple
+            return autograd_integrate.odeint(func, y0, t, traced_tuple(args), **kwargs)
+        xint = types.SimpleNamespace(odeint=odeint)
     else:
         import jax.numpy as xnp
         import jax.scipy.linalg as xla

@@ -114,9 +114,16 @@ def test_a_numpy_function_writing_into_what_a_node_reads_is_refused():
     leaf, x = _leaf_and_copy(X[0])
     counts = as_array_constant(np.zeros(4))
     y = x * counts                                   # MulBackward reads counts for x
+    other = as_array_constant(np.zeros(4))
+    z = x * other
     with pytest.raises(RuntimeError, match=r"test_array_writes\.py:\d+ .*wrote in place"):
-        np.add.at(counts, [0, 0, 2], 1.0)
+        np.copyto(other, np.ones(4))
+    assert z.requires_grad
+    np.add.at(counts, [0, 0, 2], 1.0)                # followed: a recorded write, as a[...] =
+    np.testing.assert_array_equal(counts._data, [2.0, 0.0, 1.0, 0.0])
     fresh = as_array_constant(np.zeros(4))
-    np.add.at(fresh, [0, 0, 2], 1.0)                 # read by nothing: NumPy's own write
+    np.add.at(fresh, [0, 0, 2], 1.0)                 # read by nothing: NumPy's own values
     np.testing.assert_array_equal(fresh._data, [2.0, 0.0, 1.0, 0.0])
     assert y.requires_grad
+    y.sum().backward()                               # y read counts before the write
+    np.testing.assert_array_equal(leaf.grad._data, np.zeros(4))

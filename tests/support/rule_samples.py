@@ -285,6 +285,55 @@ SAMPLES.update({
                         {"mode": "same", "method": "auto"}),
 })
 
+# scipy.special's entropy family, scipy.linalg's solves and factorizations, scipy.signal's
+# correlations (own generator).
+# SciPy's eigh (LAPACK's syevr) picks eigenvector signs that flip under perturbations of
+# 1e-6 for most matrices of size 3 and up: finite differences of its eigenvectors are only
+# meaningful for a 2x2 matrix (programs use sign-free quantities: v * v, v @ diag(w) @ v.T).
+_sl = np.random.default_rng(97531)
+
+
+def _m(*shape):
+    return _sl.uniform(-1.0, 1.0, shape)
+
+
+def _spd(n):
+    a = _m(n, n)
+    return a @ a.T + n * np.eye(n) + 0.2 * _m(n, n)
+
+
+SAMPLES.update({
+    "xlog1py": ([_s(3, 4, lo=-1.0, hi=1.0), _s(4, lo=-0.5, hi=2.0)], {}),
+    "entr": ([_s(4)], {}), "rel_entr": ([_s(4), _s(4)], {}), "kl_div": ([_s(3, 4), _s(4)], {}),
+    "log_expit": ([_s(4, lo=-5.0, hi=5.0)], {}),
+    "special_expm1": ([_s(4, lo=-2.0, hi=2.0)], {}), "special_log1p": ([_s(4)], {}),
+    "boxcox": ([_s(4), _s(4, lo=-1.0, hi=2.0)], {}),
+    "logsumexp_signed": ([_m(3, 4), np.array([[1.0, -2.0, 0.5, 0.1]])], {"axis": 1,
+                                                                       "keepdims": False}),
+    "scipy_solve": ([_spd(3), _m(3, 2)], {"assume_a": "pos", "lower": False}),
+    "scipy_inv": ([_m(3, 3) + 2.0 * np.eye(3)], {"assume_a": None, "lower": False}),
+    "scipy_det": ([_m(3, 3)], {}),
+    "scipy_cholesky": ([_spd(3)], {"upper": True}),
+    "scipy_norm": ([_m(3, 4)], {"ord": None, "axis": 1, "keepdims": False}),
+    "scipy_pinv": ([_m(4, 3)], {"atol": None, "rtol": None}),
+    "scipy_expm": ([0.5 * _m(3, 3)], {}),
+    "scipy_block_diag": ([_m(2, 3), _m(2), _m(1, 1)], {}),
+    "scipy_eigh_values": ([_spd(3)], {"lower": True}),
+    "scipy_eigh_vectors": ([_spd(2)], {"lower": False}),
+    "scipy_svd_u": ([_m(4, 3)], {"full_matrices": False}),
+    "scipy_svd_s": ([_m(3, 4)], {"full_matrices": False}),
+    "scipy_svd_vh": ([_m(4, 3)], {"full_matrices": False}),
+    "scipy_qr_q": ([_m(4, 3)], {"mode": "economic"}),
+    "scipy_qr_r": ([_m(3, 4)], {"mode": "full"}),
+    "scipy_lstsq_x": ([_m(5, 3), _m(5, 2)], {"rcond": None}),
+    "scipy_lstsq_residues": ([_m(5, 3), _m(5, 2)], {"rcond": None}),
+    "scipy_lstsq_s": ([_m(5, 3), _m(5)], {"rcond": None}),
+    "signal_correlation": ([_m(4, 3), _m(2, 2)], {"fn": "correlate2d", "mode": "same"}),
+    "scipy_lu_factor_lu": ([_m(4, 4)], {}),
+    "scipy_lu_solve": ([np.triu(_m(3, 3)) + 2.0 * np.eye(3) + np.tril(_m(3, 3), -1),
+                        np.array([2, 2, 2], dtype=np.int32), _m(3, 2)], {}),
+})
+
 # Primitives that forward rules use, so that they are differentiated again (own generator).
 _fw = np.random.default_rng(8642)
 

@@ -58,7 +58,10 @@ COMPUTES_WHILE_BUILDING = {f"rule:{name}" for name in (
     + "to_float to_scalar to_device".split()
     # SciPy functions that are not ufuncs, NumPy's vectorize, helpers that read values
     + "cho_factor_c continuous digamma dirichlet gelu logsumexp_b multigammaln normal_cdf "
-      "poisson polygamma signal_convolve solve_triangular".split())}
+      "poisson polygamma signal_convolve solve_triangular".split()
+    + "logsumexp_signed scipy_block_diag scipy_cholesky scipy_expm scipy_inv "
+      "scipy_lstsq_residues scipy_lstsq_s scipy_lu_factor_lu scipy_lu_solve scipy_norm "
+      "scipy_pinv scipy_solve scipy_svd_s signal_correlation".split())}
 """The rule-table cases whose gradient computes Dask values while it is built (each a pass
 over the data; docs/dask.md lists why). Every other rule-table case builds its gradient
 without computing anything."""

@@ -159,6 +159,7 @@ ZERO_DERIVATIVE = {
     "gammasgn", "greater", "greater_equal", "isfinite", "isinf", "isnan", "less",
     "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "lstsq_rank",
     "not_equal", "slogdet_sign", "stop_gradient", "zero_tangent",
+    "logsumexp_sign", "logsumexp_sign_of", "scipy_lstsq_rank", "scipy_lu_factor_piv",
 }
 
 

@@ -1,8 +1,10 @@
 """Random programs (``program_generator``): aliasing, views, in-place operators, subscript
 writes, ``out=``, builtins, helpers returning tuples, floats versus arrays, pytrees, control flow
-and constructors carrying values.  Each one's compiled gradient (``strict=True``) equals central
-finite differences or is refused with a ``CompileError``; the eager fallback is right too;
-nothing else comes out, and the caller's arguments are never changed.
+and constructors carrying values; another family takes parameters held in objects, random
+generators drawn from, callbacks and settings.  Each one's compiled gradient
+(``strict=True``) equals central finite differences or is refused with a ``CompileError``; the
+eager fallback is right too; nothing else comes out, and the caller's arguments are never
+changed (a generator argument is left where NumPy's own run leaves it).
 
 ``benchmarks/random_campaign.py`` runs thousands of them and counts the outcomes.
 """
@@ -60,6 +62,82 @@ def test_dead_branches_and_early_exits_right_or_refused(seed, folder):
     if outcome in FAILURES:
         small = shrink(program, lambda p: check(p, folder)[0] == outcome)
         pytest.fail(f"{outcome}: {detail}\n{small.source}\nargs = {small.args!r}")
+
+
+OBJECTS_COUNT = 120
+
+# Programs with objects that compile and are right (the property is not held by refusing):
+# generators drawn from, layers, a dataclass, a namedtuple, a plain object and a global one,
+# callbacks, settings, try/except, errstate, raise, logging, itertools, filling.
+COMPILES_OBJECTS = (4, 8, 9, 10, 12, 16, 18, 22, 24, 28, 29, 30, 33, 34, 50, 56, 58, 61, 66,
+                    70, 90, 106, 107)
+
+
+@pytest.mark.parametrize("seed", range(OBJECTS_COUNT))
+def test_programs_with_objects_right_or_refused(seed, folder):
+    """Programs that also take parameters held in objects (a dataclass, a namedtuple, a list
+    of layers, a plain object and a module global), a RandomState or Generator drawn from,
+    callbacks and a settings dict, under guards (try, errstate, raise, assert, logging)."""
+    program = generate(seed, objects=True)
+    outcome, detail = check(program, folder)
+    if outcome in FAILURES:
+        small = shrink(program, lambda p: check(p, folder)[0] == outcome)
+        pytest.fail(f"{outcome}: {detail}\n{small.source}\nargs = {small.args!r}")
+    if seed in COMPILES_OBJECTS:
+        assert outcome == "correct", (outcome, detail)
+
+
+def test_programs_with_objects_cover_their_constructs():
+    names, kinds, lines = collections.Counter(), collections.Counter(), []
+    for seed in range(OBJECTS_COUNT):
+        program = generate(seed, objects=True)
+        names.update(program.names)
+        kinds.update(program.features)
+        lines += [line for _, block in program.statements for line in block]
+    for name in ("prm", "nt", "layers", "model", "rs", "rng", "act", "loss", "cfg"):
+        assert names[name] >= 5, (name, names)
+    for kind in ("objects", "random", "guard", "callback", "iterate", "config", "fill"):
+        assert kinds[kind] >= 10, (kind, kinds)
+    text = "\n".join(lines)
+    for construct in ("rs.randn(", "rs.normal(size=", "rng.normal(size=", "rng.random(",
+                      "except np.linalg.LinAlgError:", "with np.errstate(", "raise ValueError",
+                      "assert ", "LOGGER.debug(", "functools.partial(", "map(act", "zip(",
+                      ", *", "itertools.chain(", "itertools.product(", "enumerate(layers)",
+                      "cfg.get(", "cfg['scale']", "= np.zeros(", ".append(", "np.stack(",
+                      "prm.w", "nt.u", "lay.apply(", "model.forward(", "MODEL(", "_m = Affine(",
+                      "_g = np.random.default_rng(", "_g = np.random.RandomState("):
+        assert construct in text, construct
+
+
+def _draws(x, rs, rng):
+    noisy = x * (1.0 + 0.1 * rs.randn(3, 4))
+    mask = rng.random((3, 4)) > 0.3
+    return np.sum(np.sin(noisy * mask) * rng.normal(size=4))
+
+
+def test_draws_of_generator_arguments_are_the_same_numbers_compiled_eager_and_autograd():
+    """Each run gets a fresh generator of the same seed: the compiled gradient, the eager
+    engine's, central differences and HIPS autograd's see the same draws."""
+    import autograd
+    import autograd.numpy as anp
+
+    import srcgrad
+    from srcgrad.transforms.fallback import eager_transform
+
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+    def fresh():
+        return np.random.RandomState(5), np.random.default_rng(5)
+
+    got = srcgrad.grad(_draws, wrt=0, strict=True)(x, *fresh())
+    eager = eager_transform(_draws, "grad", [x, *fresh()], (0,), False)[0]
+    fd = finite_differences(lambda x, rs, rng: _draws(x, *fresh()), [x, *fresh()], 1e-6,
+                            (0,))[0]
+    rs, rng = fresh()
+    noise, mask, w = 1.0 + 0.1 * rs.randn(3, 4), rng.random((3, 4)) > 0.3, rng.normal(size=4)
+    oracle = autograd.grad(lambda x: anp.sum(anp.sin(x * noise * mask) * w))(x)
+    for value in (got, eager, fd):
+        np.testing.assert_allclose(value, oracle, rtol=1e-6, atol=1e-8)
 
 
 def test_the_generator_covers_every_construct():

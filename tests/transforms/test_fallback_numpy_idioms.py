@@ -183,7 +183,7 @@ def _global_dot(w):
 
 def _library_without_rule(w):
     _box.v = 0
-    return np.sum(scipy.linalg.expm(np.outer(w, w)))
+    return np.sum(scipy.linalg.sqrtm(np.outer(w, w) + np.eye(3)))
 
 
 def test_what_cannot_be_followed_names_the_line_and_the_call():
@@ -191,7 +191,7 @@ def test_what_cannot_be_followed_names_the_line_and_the_call():
                        r"\(return np\.sum\(GLOBAL_DATA\.dot\(w\)"):
         _fallback_grad(_global_dot, (W.copy(),), 0)
     with pytest.raises(srcgrad.CompileError, match=r"test_fallback_numpy_idioms\.py:\d+ .*"
-                       r"inside scipy\.linalg\.\S*expm"):
+                       r"scipy\.linalg\.\S*sqrtm"):
         _fallback_grad(_library_without_rule, (V[:3].copy(),), 0)
 
 

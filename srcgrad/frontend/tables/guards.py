@@ -1,6 +1,6 @@
 """Helpers the generated code calls for ``try``/``except`` and ``with`` blocks: which handler
-an exception of a try body selects, and a copy of the warnings state with the filters a block
-sets.  Their results carry no gradient (``GUARDS``, joined to the no-gradient calls)."""
+the exception a try body raised selects, and a copy of the warnings state with the filters a
+block sets.  Their results carry no gradient (``GUARDS``, joined to the no-gradient calls)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["probe", "caught_warnings", "GUARDS"]
+__all__ = ["handler_index", "caught_warnings", "GUARDS"]
 
 
-def probe(thunk: Any, *handlers: tuple) -> int:
-    """The index of the first of ``handlers`` (tuples of exception classes) that catches what
-    ``thunk()`` raises; -1 when it raises nothing (any other exception goes through)."""
-    try:
-        thunk()
-    except tuple(c for kinds in handlers for c in kinds) as error:
-        return next(i for i, kinds in enumerate(handlers) if isinstance(error, kinds))
-    return -1
+def handler_index(error: Any, *handlers: tuple) -> int:
+    """The index of the first of ``handlers`` (tuples of exception classes) that catches
+    ``error``, the exception the try body raised; -1 when it raised none (``error`` None).
+    A refusal of the compiled code itself (``not_compiled``) is raised again, for the safety
+    net: no handler of the user's catches it."""
+    if error is None:
+        return -1
+    if getattr(error, "not_compiled", False):
+        raise error
+    return next(i for i, kinds in enumerate(handlers) if isinstance(error, kinds))
 
 
 @contextlib.contextmanager
@@ -30,6 +32,6 @@ def caught_warnings(filters: Any) -> Iterator[None]:
         yield
 
 
-GUARDS = {probe: "the handler a try body's exception selects",
+GUARDS = {handler_index: "the handler a try body's exception selects",
           caught_warnings: "a copy of the warnings filters"}
 """The helpers, as no-gradient calls (→ why): a derivative of generated code keeps them."""

@@ -20,8 +20,11 @@ import sys
 from typing import Any
 
 from srcgrad.frontend.callees import bind_call
+from srcgrad.frontend.tables.scipy_specs import spec_lowering
 from srcgrad.ir import Const, Pack, Var, literal
 from srcgrad.runtime.rules.reductions import logsumexp
+from srcgrad.runtime.rules.scipy_coverage import SCIPY_SPECS
+from srcgrad.runtime.rules.scipy_lu import lu_solve_refusal, scipy_lu_solve
 from srcgrad.runtime.rules.scipy_stats import (
     CONTINUOUS,
     DISCRETE,
@@ -35,6 +38,9 @@ from srcgrad.runtime.rules.special import (
     SCIPY_UFUNCS,
     bind_scipy,
     logsumexp_b,
+    logsumexp_sign,
+    logsumexp_sign_of,
+    logsumexp_signed,
     multigammaln,
     polygamma,
 )
@@ -121,8 +127,7 @@ _LSE = _sig("a", axis=None, b=None, keepdims=False, return_sign=False)
 def _logsumexp(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
     name = "scipy.special.logsumexp"
     bound = _bind(lowerer, _LSE, args, kwargs, node, name, ("a", "b"))
-    if bound["return_sign"] is not False:
-        raise lowerer.error(f"{name}(return_sign=True) is not compiled", node)
+    signed = _literal(lowerer, bound["return_sign"], f"{name}()'s return_sign", node)
     axis = bound["axis"]            # an int argument's value serves as it is (no gradient)
     axis = axis if isinstance(axis, Var) else _literal(lowerer, axis, f"{name}()'s axis", node)
     keepdims = _literal(lowerer, bound["keepdims"], f"{name}()'s keepdims", node)
@@ -131,7 +136,12 @@ def _logsumexp(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         params["axis"] = tuple(params["axis"])
     b = bound["b"]
     if isinstance(b, Const) and b.value is None:
-        return lowerer.prims.prim(logsumexp, [bound["a"]], params, "logsumexp", node)
+        out = lowerer.prims.prim(logsumexp, [bound["a"]], params, "logsumexp", node)
+        return Pack([out, lowerer.prims.prim(logsumexp_sign_of, [bound["a"]], params, "sign",
+                                             node)]) if signed else out
+    if signed:                                       # log |sum(b exp(a))| and its sign
+        return Pack([lowerer.prims.prim(p, [bound["a"], b], params, hint, node) for p, hint
+                     in ((logsumexp_signed, "logsumexp"), (logsumexp_sign, "sign"))])
     return lowerer.prims.prim(logsumexp_b, [bound["a"], b], params, "logsumexp", node)
 
 
@@ -257,8 +267,33 @@ def _cho_solve(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
                                "unit_diagonal": False}, "solved", node)
 
 
+_LU_SOLVE = _sig("lu_and_piv", "b", trans=0, overwrite_b=False, check_finite=True)
+
+
+def _lu_solve(lowerer: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+    name = "scipy.linalg.lu_solve"
+    bound = bind_call(lowerer, None, args, kwargs, node, name, signature=_LU_SOLVE)
+    statics = {k: _static(lowerer.prims.param(bound[k]) if isinstance(bound[k], ast.AST)
+                          else bound[k]) for k in ("trans", "overwrite_b") if k in bound}
+    why = lu_solve_refusal(_literal(lowerer, statics.get("trans", 0), f"{name}()'s trans",
+                                    node),
+                           _literal(lowerer, statics.get("overwrite_b", False),
+                                    f"{name}()'s overwrite_b", node))
+    pair = bound["lu_and_piv"]
+    pair = lowerer.expr(pair) if isinstance(pair, ast.AST) else pair
+    b = bound["b"]
+    b = lowerer.expr(b) if isinstance(b, ast.AST) else b
+    items = pair.items if isinstance(pair, Pack) else None
+    if why is None and (items is None or len(items) != 2):
+        why = (f"{name}(): pass (lu, piv) as a tuple written in the call or returned by "
+               "scipy.linalg.lu_factor")
+    if why is not None:
+        raise lowerer.error(why, node)
+    return lowerer.prims.prim(scipy_lu_solve, [items[0], items[1], b], {}, "solved", node)
+
+
 _LINALG = {"solve_triangular": _solve_triangular, "cho_factor": _cho_factor,
-           "cho_solve": _cho_solve}
+           "cho_solve": _cho_solve, "lu_solve": _lu_solve}
 
 
 def scipy_lowering(f: Any) -> Any:
@@ -273,6 +308,9 @@ def scipy_lowering(f: Any) -> Any:
                 getattr(special, f.__name__, None) is f and f.__name__ in SCIPY_UFUNCS:
             bind_scipy()                         # the eager run meets the same ufunc
             return _ufunc(f.__name__)
+    by_spec = spec_lowering(f)             # scipy.linalg.solve, signal.correlate ...
+    if by_spec is not None:
+        return by_spec
     signal = sys.modules.get("scipy.signal")
     if signal is not None and getattr(signal, "convolve", None) is f:
         return _convolve
@@ -297,13 +335,16 @@ def scipy_lowering(f: Any) -> Any:
 SCIPY_SURFACE = sorted(
     [(f"scipy.special.{n}", p.name) for n, p in SCIPY_UFUNCS.items()]
     + [("scipy.special.logsumexp(b=)", logsumexp_b.name),
+       ("scipy.special.logsumexp(return_sign=True)", logsumexp_signed.name),
        ("scipy.special.multigammaln", multigammaln.name),
        ("scipy.special.polygamma", polygamma.name),
        ("scipy.signal.convolve", signal_convolve.name),
        ("scipy.linalg.solve_triangular", solve_triangular.name),
        ("scipy.linalg.cho_factor", cho_factor_c.name),
-       ("scipy.linalg.cho_solve", solve_triangular.name)]
+       ("scipy.linalg.cho_solve", solve_triangular.name),
+       ("scipy.linalg.lu_solve", scipy_lu_solve.name)]
     + [(f"scipy.stats.{d}.{m}", continuous.name) for d in CONTINUOUS for m in METHODS]
     + [(f"scipy.stats.poisson.{m}", poisson.name) for m in DISCRETE["poisson"]]
-    + [(f"scipy.stats.dirichlet.{m}", dirichlet.name) for m in ("pdf", "logpdf")])
+    + [(f"scipy.stats.dirichlet.{m}", dirichlet.name) for m in ("pdf", "logpdf")]
+    + [(n, ", ".join(p.name for p in spec.prims)) for n, spec in SCIPY_SPECS.items()])
 """(SciPy callable, its primitive) for the reference (``python -m srcgrad supported``)."""

@@ -205,16 +205,19 @@ CONSTRUCTS: dict[str, str] = {
             "`xs.append(v)`, docstrings",
     "Assert": "`assert` (runs in the forward)",
     "Raise": "`raise` of a builtin exception class (and `np.linalg.LinAlgError`), run in the "
-             "forward on the path taken, with the same message",
-    "Try": "`try`/`except`/`else`/`finally` around one NumPy statement: the path its "
-           "exception selects is the one differentiated; a bare `raise` in a handler re-raises",
+             "forward on the path taken, with the same message and cause (`from e`)",
+    "Try": "`try`/`except`/`else`/`finally` around assignments of NumPy code (and prints), "
+           "run once: the path its exception selects is the one differentiated; `except E as "
+           "e` binds the exception for `print`, logging and `raise` to read; a bare `raise` "
+           "in a handler re-raises it",
     "With": "`with np.errstate(...)` ('ignore' and 'warn' modes) and `with warnings."
             "catch_warnings():` (and the filters set first in it): the block's forward and "
             "adjoint run under it",
     "Pass": "`pass`",
     "If": "`if`/`elif`/`else` on values",
-    "For": "`for` over `range`, arrays, lists, `enumerate`, `zip`, a call of a user's "
-           "generator (expanded in place) (and `for … else`)",
+    "For": "`for` over `range`, arrays, lists, `enumerate`, `zip`, `itertools.product`, "
+           "`combinations`, `permutations` and `chain` of sequences known when compiling, a "
+           "call of a user's generator (expanded in place) (and `for … else`)",
     "While": "`while` with a data-dependent trip count (and `while … else`)",
     "Break": "`break`",
     "Continue": "`continue`",
