@@ -49,6 +49,12 @@ class CompileError(Exception):
         return text[w.col:w.end_col].strip() or text.strip() if w.end_col > w.col else \
             text.strip()
 
+    def locate(self, where: Location | None) -> None:
+        """Point a refusal raised without a place (parsing a helper, say) at ``where``."""
+        if self.where is None and where is not None:
+            self.where = where
+            self.args = (self._render(),)
+
     @property
     def filename(self) -> str | None:
         return self.where.filename if self.where else None

@@ -67,7 +67,10 @@ def guarded(fun: Any, work: Callable[[], Any]) -> Any:
         built = out[0] if isinstance(out, tuple) else out
         built.resolved = RESOLVED.get()
         return out
-    except (CompileError, MemoryError):
+    except CompileError as exc:          # one raised without a place: the user's line
+        exc.locate(failed_at(fun, exc.__traceback__))
+        raise
+    except MemoryError:
         raise
     except NotInBackend as exc:          # the backend's library lacks a function
         raise CompileError(str(exc), failed_at(fun, exc.__traceback__)) from None

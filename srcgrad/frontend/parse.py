@@ -214,10 +214,11 @@ def parse_function(fn: Any, generator: bool = False) -> Source:
                            "srcgrad differentiates plain functions that return their value")
     if isinstance(fn, types.MethodType):
         _unbind(target, name)
-    if flat:
-        _flatten(target, name)
     label = getattr(fn, "__name__", name)
-    return Source(target, filename, file_lines, label if isinstance(label, str) else name)
+    src = Source(target, filename, file_lines, label if isinstance(label, str) else name)
+    if flat:
+        _flatten(target, name, src)
+    return src
 
 
 def _unbind(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
@@ -231,7 +232,7 @@ def _unbind(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
     del args.defaults[:max(0, len(args.defaults) - len(args.posonlyargs) - len(args.args))]
 
 
-def _flatten(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
+def _flatten(node: ast.FunctionDef | ast.Lambda, name: str, src: Source) -> None:
     """``def f(x, *args, k=1, **kw)`` parsed as ``def f(x, args, k)``: the tuple of extra
     positional arguments is one parameter, keyword-only parameters are positional, and
     ``**kw`` is left out (the transform passes every value; a body reading ``kw`` is
@@ -241,10 +242,9 @@ def _flatten(node: ast.FunctionDef | ast.Lambda, name: str) -> None:
         reads = [n for n in ast.walk(node) if isinstance(n, ast.Name)
                  and n.id == args.kwarg.arg]
         if reads:
-            where = reads[0]
-            raise CompileError(f"{name} reads its **{args.kwarg.arg} parameter (line "
-                               f"{where.lineno}); srcgrad compiles **kwargs only when the "
-                               "function does not read them (name the keyword parameters)")
+            raise CompileError(f"{name} reads its **{args.kwarg.arg} parameter; srcgrad "
+                               "compiles **kwargs only when the function does not read them "
+                               "(name the keyword parameters)", src.where(reads[0]))
     extra = [args.vararg] if args.vararg is not None else []
     args.args = args.posonlyargs + args.args + extra + args.kwonlyargs
     args.posonlyargs, args.kwonlyargs, args.kw_defaults, args.defaults = [], [], [], []

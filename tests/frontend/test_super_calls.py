@@ -2,7 +2,9 @@
 ``super().__init__(...)`` and a ``forward`` that extends its base's through ``super()``,
 resolved when compiling along the MRO of the object's class (made in the function, or an
 argument object).  Compiled (strict) == HIPS autograd; ``super(C, self)`` with arguments is
-refused naming the line (generated code has no ``__class__`` cell: it used to fail there)."""
+refused naming the line (generated code has no ``__class__`` cell: it used to fail there).
+And refusals met while reading a helper (``**kwargs`` it reads, a generator under
+``enumerate``) name the user's file and line."""
 
 from __future__ import annotations
 
@@ -87,3 +89,41 @@ def test_super_with_arguments_is_refused_at_its_line():
     with pytest.raises(CompileError, match="super") as info:
         srcgrad.grad(_ns(np)["explicit"], strict=True)(W, X)
     assert info.value.lineno == 40
+
+
+KWARGS = """
+    class Module:
+        def __call__(self, *args, **kwargs):
+            return self.forward(*args, **kwargs)
+
+    class Linear(Module):
+        def __init__(self, W):
+            self.W = W
+
+        def forward(self, x):
+            return x @ self.W
+
+    def batches(x):
+        for i in range(x.shape[0]):
+            yield x[i]
+
+    def through_call(W, x):
+        return np.sum(Linear(W)(x))
+
+    def through_enumerate(W, x):
+        total = 0.0
+        for k, b in enumerate(batches(x), start=1):
+            total = total + np.sum(b @ W) * k
+        return total
+    """
+
+
+@pytest.mark.parametrize("name, line", [("through_call", 4), ("through_enumerate", 22)])
+def test_refusals_inside_helpers_name_a_line(name, line):
+    """A refusal the compiler meets while reading a helper (``**kwargs`` it reads, a generator
+    it cannot expand here) names the user's file and a line, as every refusal does."""
+    namespace = {"np": np, "__name__": "srcgrad_test_super_kwargs"}
+    f = define(KWARGS, namespace, name=name)
+    with pytest.raises(CompileError) as info:
+        srcgrad.grad(f, strict=True)(W, X)
+    assert info.value.lineno == line and info.value.filename.startswith("<test-source")
