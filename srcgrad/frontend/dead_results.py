@@ -8,7 +8,8 @@ compile, but nothing here needs it:
 
 - where ``_`` (any name of the target tuple) is never read by the caller, a helper lowered in
   place has ``return out, cache`` lowered as ``return out, None`` — only where that item is a
-  name or a constant, whose reading has no effect;
+  constant, or a name the helper's body binds at its top level (``out, cache = None, None``),
+  whose reading can neither do anything nor raise;
 - a name a branch assigns is carried out of it only if the function (so rewritten) reads it
   somewhere: a name that is never read is dropped from the branch's results.
 
@@ -77,9 +78,12 @@ def _discarded(host: Any, call: ast.Call, src: Source, body: list[ast.stmt]) -> 
             not isinstance(r.value, ast.Tuple) or len(r.value.elts) != len(targets) or any(
                 isinstance(e, ast.Starred) for e in r.value.elts) for r in returns):
         return set()
-    if any(not isinstance(r.value.elts[i], (ast.Name, ast.Constant)) for r in returns
-           for i in dead):
-        return set()                      # reading it might do something: kept
+    bound = {n.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign))
+             for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+             for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if any(not (isinstance(e, ast.Constant) or isinstance(e, ast.Name) and e.id in bound)
+           for r in returns for e in (r.value.elts[i] for i in dead)):
+        return set()       # reading it might raise (unbound on some path): kept
     return {i for i in dead if any(isinstance(r.value.elts[i], ast.Name) for r in returns)}
 
 

@@ -116,8 +116,7 @@ def _converted(fun: Any, a: Array, rest: tuple, kwargs: dict) -> Any:
     plain = fun(a._data, *rest, **kwargs)          # NumPy's answer: raises as NumPy raises
     if plain is a._data:
         return a
-    if not isinstance(plain, np.ndarray) or type(plain) is not np.ndarray or \
-            np.shares_memory(plain, a._data):
+    if type(plain) is not np.ndarray or np.shares_memory(plain, a._data):
         return fun(a, *rest, **kwargs)
     out = np.copy(a) if plain.dtype == a.dtype else a.astype(plain.dtype)
     return out if out.shape == plain.shape else np.reshape(out, plain.shape)

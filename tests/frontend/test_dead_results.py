@@ -105,3 +105,27 @@ def test_a_tuple_read_by_the_next_iteration_is_carried_or_refused():
     np.testing.assert_allclose(got, autograd.grad(theirs["loop_reads"])(X[0], 3))
     with pytest.raises(CompileError):
         srcgrad.grad(mine["loop_reads"], strict=True)(X[0], 3)
+
+
+UNBOUND = """
+    def layer(x, cfg):
+        if cfg['mode'] == 'train':
+            cache = (x,)
+        y = x * 2.0
+        return y, cache
+
+    def loss(x, cfg):
+        out, _ = layer(x, cfg)
+        return np.sum(out)
+    """
+
+
+def test_a_discarded_name_that_may_be_unbound_is_kept():
+    """``return y, cache`` with ``cache`` bound on one path only: Python raises there, so the
+    item is not left out (the compiler refuses; default mode raises as Python does)."""
+    fn = define(UNBOUND, {"np": np}, name="loss")
+    with pytest.raises(CompileError):
+        srcgrad.grad(fn, strict=True)(X[0], {"mode": "test"})
+    with pytest.raises(UnboundLocalError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", srcgrad.FallbackWarning)
+        srcgrad.grad(fn)(X[0], {"mode": "test"})
